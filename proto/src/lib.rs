@@ -1,0 +1,20 @@
+//! The outpost gRPC protocol (package `outpost.v1`), generated at build time from `proto/` by protox and
+//! tonic-prost-build, so building needs no system `protoc`.
+//!
+//! # Layout
+//! - [`pb`]: generated messages, clients (`*_client`) and servers (`*_server`).
+//! - [`FILE_DESCRIPTOR_SET`]: the encoded descriptors, for gRPC server reflection.
+
+mod generated {
+    #![allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("outpost.v1");
+}
+
+/// Generated protobuf messages and tonic services of `outpost.v1`.
+pub mod pb {
+    pub use super::generated::*;
+}
+
+/// Encoded `FileDescriptorSet` of every outpost proto file, for `tonic-reflection`.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/outpost_descriptor.bin"));
