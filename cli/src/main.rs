@@ -1,1 +1,77 @@
-fn main() {}
+//! `outpost`: the executor (`serve`), the sandbox launcher (`sandbox`) and client commands
+//! (`info`, `fs`). Parses arguments, installs tracing on stderr, and calls the libraries.
+
+mod fs_cmd;
+mod info_cmd;
+mod serve_cmd;
+mod target_args;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+/// outpost: a remote exec-server and sandbox launcher.
+///
+/// Run `outpost serve` next to a workspace; talk to it with `outpost info`, `outpost fs ...` and the
+/// client library. Every client command takes `--target` (default `exec:`, which spawns a private
+/// executor over stdin/stdout, so nothing needs to be started by hand).
+#[derive(Debug, Parser)]
+#[command(name = "outpost", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run an executor: serve the gRPC API on a unix socket, TCP (+TLS) or stdio.
+    Serve(serve_cmd::ServeArgs),
+    /// Show an executor's version, platform, filesystem context, sandbox capabilities and limits.
+    Info(info_cmd::InfoArgs),
+    /// Filesystem operations on the executor's host.
+    #[command(subcommand)]
+    Fs(fs_cmd::FsCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    init_tracing(default_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("outpost: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve_cmd::run(args).await,
+            Command::Info(args) => info_cmd::run(args).await,
+            Command::Fs(cmd) => fs_cmd::run(cmd).await,
+        }
+    });
+    // Blocking stdin readers (stdio transport) must not keep the process alive after we are done.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("outpost: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr only (stdout carries data, or the HTTP/2 stream with `--listen stdio`).
+/// `OUTPOST_LOG` takes `tracing` filter directives, e.g. `OUTPOST_LOG=debug`.
+fn init_tracing(default_level: &str) {
+    let filter = EnvFilter::try_from_env("OUTPOST_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

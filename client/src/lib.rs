@@ -1,1 +1,26 @@
-//! Client.
+//! outpost client library: connect to executors and call them with typed wrappers.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), outpost_client::ClientError> {
+//! let executor = outpost_client::connect(&"exec:".parse()?, &Default::default()).await?;
+//! let info = executor.info().await?;
+//! println!("executor {} on {}", info.executor_id, info.os);
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//! - [`target`]: target strings (`exec:`, `unix:`, `http://`, `https://`).
+//! - [`connect`](mod@connect): transports, the spawned `exec:` child, TLS, bearer tokens.
+//! - [`executor`]: [`Executor`], the connected handle with typed calls.
+//! - [`error`]: [`ClientError`], which tells transport failures from server answers.
+
+pub mod connect;
+pub mod error;
+pub mod executor;
+pub mod target;
+
+pub use connect::{ConnectOptions, connect};
+pub use error::ClientError;
+pub use executor::Executor;
+pub use outpost_proto::pb;
+pub use target::Target;

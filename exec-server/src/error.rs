@@ -91,6 +91,17 @@ pub enum ServerError {
         /// What was expected in it.
         expected: &'static str,
     },
+    /// A PEM file could not be read or parsed.
+    #[error("cannot load {what} {path}")]
+    Pem {
+        /// What the file is for.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
     /// rustls rejected the TLS configuration.
     #[error("invalid TLS configuration")]
     Tls(#[source] rustls::Error),

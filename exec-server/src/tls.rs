@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::ServerError;
@@ -42,19 +43,10 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
-fn read_pem(what: &'static str, path: &Path) -> Result<Vec<u8>, ServerError> {
-    std::fs::read(path).map_err(|source| ServerError::ReadFile {
-        what,
-        path: path.to_owned(),
-        source,
-    })
-}
-
 fn read_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, ServerError> {
-    let pem = read_pem(what, path)?;
-    let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
-        .collect::<Result<_, _>>()
-        .map_err(|source| ServerError::ReadFile {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|source| ServerError::Pem {
             what,
             path: path.to_owned(),
             source,
@@ -70,17 +62,9 @@ fn read_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'sta
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, ServerError> {
-    let what = "TLS private key";
-    let pem = read_pem(what, path)?;
-    rustls_pemfile::private_key(&mut pem.as_slice())
-        .map_err(|source| ServerError::ReadFile {
-            what,
-            path: path.to_owned(),
-            source,
-        })?
-        .ok_or_else(|| ServerError::PemEmpty {
-            what,
-            path: path.to_owned(),
-            expected: "PRIVATE KEY block",
-        })
+    PrivateKeyDer::from_pem_file(path).map_err(|source| ServerError::Pem {
+        what: "TLS private key",
+        path: path.to_owned(),
+        source,
+    })
 }

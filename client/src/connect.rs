@@ -1,0 +1,236 @@
+//! Connecting to a [`Target`]: the spawned `exec:` child speaking gRPC over its stdin/stdout, unix
+//! sockets, plain HTTP/2 on loopback and TLS (rustls, optional client certificate). Every call carries
+//! the bearer token when one is configured.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::AsyncBufReadExt;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::ClientError;
+use crate::executor::Executor;
+use crate::target::Target;
+
+/// How to authenticate and verify when connecting.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// Bearer token; when `None`, `OUTPOST_TOKEN` is used if set.
+    pub token: Option<String>,
+    /// CA bundle that signs the executor's certificate (https); default `OUTPOST_TLS_CA`.
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate chain for mTLS.
+    pub tls_client_cert: Option<PathBuf>,
+    /// Private key of the client certificate.
+    pub tls_client_key: Option<PathBuf>,
+    /// Name to verify in the server certificate; default: the URL's host.
+    pub tls_server_name: Option<String>,
+    /// Connect timeout; default 10 s.
+    pub connect_timeout: Option<Duration>,
+}
+
+/// Placeholder authority for transports where the URI is not used to dial.
+const LOCAL_URI: &str = "http://outpost.local";
+
+/// Connects to `target` and returns a handle with typed calls.
+///
+/// # Errors
+/// Target, credential and TLS problems, a failed spawn for `exec:`, and connection failures.
+pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Executor, ClientError> {
+    let token = options.token.clone().or_else(|| std::env::var("OUTPOST_TOKEN").ok());
+    let auth = BearerAuth::new(token.as_deref())?;
+    let endpoint = |uri: &http::Uri| {
+        Endpoint::from(uri.clone())
+            .connect_timeout(options.connect_timeout.unwrap_or(Duration::from_secs(10)))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(20))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .keep_alive_while_idle(true)
+            .initial_stream_window_size(4 * 1024 * 1024)
+            .initial_connection_window_size(16 * 1024 * 1024)
+    };
+    let local = endpoint(&http::Uri::from_static(LOCAL_URI));
+    let connect_err = |source| ClientError::Connect {
+        target: target.to_string(),
+        source,
+    };
+    let channel: Channel = match target {
+        Target::Exec(bin) => {
+            let bin = match bin {
+                Some(bin) => bin.clone(),
+                None => locate_outpost_binary()?,
+            };
+            let connector = tower::service_fn(move |_: http::Uri| {
+                let bin = bin.clone();
+                async move { spawn_stdio_executor(&bin).map(TokioIo::new) }
+            });
+            local.connect_with_connector(connector).await.map_err(connect_err)?
+        }
+        Target::Unix(path) => {
+            let path = path.clone();
+            let connector = tower::service_fn(move |_: http::Uri| {
+                let path = path.clone();
+                async move { tokio::net::UnixStream::connect(path).await.map(TokioIo::new) }
+            });
+            local.connect_with_connector(connector).await.map_err(connect_err)?
+        }
+        Target::Http(uri) => endpoint(uri).connect().await.map_err(connect_err)?,
+        Target::Https(uri) => {
+            let tls = client_tls_config(options)?;
+            let host = uri.host().unwrap_or_default().trim_matches(['[', ']']).to_owned();
+            let port = uri.port_u16().unwrap_or(443);
+            let name = options.tls_server_name.clone().unwrap_or_else(|| host.clone());
+            let server_name = ServerName::try_from(name).map_err(|_| ClientError::InvalidTarget {
+                target: target.to_string(),
+                reason: "the TLS server name is not a valid DNS name or IP address",
+            })?;
+            let connector = tower::service_fn(move |_: http::Uri| {
+                let (tls, host, server_name) = (tls.clone(), host.clone(), server_name.clone());
+                async move {
+                    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+                    tcp.set_nodelay(true)?;
+                    let stream = tokio_rustls::TlsConnector::from(tls).connect(server_name, tcp).await?;
+                    Ok::<_, std::io::Error>(TokioIo::new(stream))
+                }
+            });
+            local.connect_with_connector(connector).await.map_err(connect_err)?
+        }
+    };
+    Ok(Executor::new(channel, auth, target.to_string()))
+}
+
+/// `OUTPOST_BIN`, else this executable when it is `outpost`, else `outpost` on PATH.
+fn locate_outpost_binary() -> Result<PathBuf, ClientError> {
+    if let Some(bin) = std::env::var_os("OUTPOST_BIN").filter(|b| !b.is_empty()) {
+        return Ok(PathBuf::from(bin));
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && exe.file_name().is_some_and(|n| n == "outpost")
+    {
+        return Ok(exe);
+    }
+    let path = std::env::var_os("PATH").ok_or(ClientError::BinaryNotFound)?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("outpost"))
+        .find(|candidate| candidate.is_file())
+        .ok_or(ClientError::BinaryNotFound)
+}
+
+type ChildIo = tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>;
+
+/// Spawns `outpost serve --listen stdio`. Its stderr is drained into tracing so it can never fill up
+/// and block the executor; the child is reaped (and killed if the runtime goes away) by a task.
+fn spawn_stdio_executor(bin: &Path) -> std::io::Result<ChildIo> {
+    let mut child = tokio::process::Command::new(bin)
+        .args(["serve", "--listen", "stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot spawn {}: {e}", bin.display())))?;
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(std::io::Error::other("child stdio was not captured"));
+    };
+    let pid = child.id();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("ERROR") || line.contains("WARN") {
+                tracing::warn!(target: "outpost::executor", pid, "{line}");
+            } else {
+                tracing::debug!(target: "outpost::executor", pid, "{line}");
+            }
+        }
+    });
+    tokio::spawn(async move {
+        match child.wait().await {
+            Ok(status) => tracing::debug!(pid, %status, "exec: executor exited"),
+            Err(err) => tracing::warn!(pid, cause = %err, "cannot reap exec: executor"),
+        }
+    });
+    Ok(tokio::io::join(stdout, stdin))
+}
+
+fn client_tls_config(options: &ConnectOptions) -> Result<Arc<rustls::ClientConfig>, ClientError> {
+    let ca = options
+        .tls_ca
+        .clone()
+        .or_else(|| std::env::var_os("OUTPOST_TLS_CA").map(PathBuf::from))
+        .ok_or(ClientError::MissingCa)?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in read_certs("CA bundle", &ca)? {
+        roots.add(cert).map_err(ClientError::Tls)?;
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(ClientError::Tls)?
+        .with_root_certificates(roots);
+    let mut config = match (&options.tls_client_cert, &options.tls_client_key) {
+        (Some(cert), Some(key)) => {
+            let chain = read_certs("client certificate", cert)?;
+            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error("client key", key, e))?;
+            builder.with_client_auth_cert(chain, key).map_err(ClientError::Tls)?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn read_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, ClientError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| pem_error(what, path, e))?;
+    if certs.is_empty() {
+        return Err(ClientError::PemEmpty {
+            what,
+            path: path.to_owned(),
+            expected: "CERTIFICATE block",
+        });
+    }
+    Ok(certs)
+}
+
+fn pem_error(what: &'static str, path: &Path, source: rustls::pki_types::pem::Error) -> ClientError {
+    ClientError::Pem {
+        what,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Adds `authorization: Bearer <token>` to every call.
+#[derive(Clone)]
+pub struct BearerAuth(Option<MetadataValue<Ascii>>);
+
+impl std::fmt::Debug for BearerAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "BearerAuth(<token>)" } else { "BearerAuth(None)" })
+    }
+}
+
+impl BearerAuth {
+    fn new(token: Option<&str>) -> Result<Self, ClientError> {
+        token
+            .map(|t| format!("Bearer {}", t.trim()).parse().map_err(|_| ClientError::InvalidToken))
+            .transpose()
+            .map(Self)
+    }
+}
+
+impl tonic::service::Interceptor for BearerAuth {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request.metadata_mut().insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
