@@ -4,6 +4,11 @@
 //! # Layout
 //! - [`pb`]: generated messages, clients (`*_client`) and servers (`*_server`).
 //! - [`FILE_DESCRIPTOR_SET`]: the encoded descriptors, for gRPC server reflection.
+//! - [`path`]: validation and lexical normalization of wire paths.
+//! - [`find_up`]: find-up semantics (probe order, in-order decision, counters) shared by server and client.
+
+pub mod find_up;
+pub mod path;
 
 mod generated {
     #![allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
