@@ -66,6 +66,9 @@ pub enum ClientError {
         #[source]
         source: tonic::transport::Error,
     },
+    /// A find-up request was rejected before any call was made.
+    #[error("invalid find-up request")]
+    InvalidFindUp(#[from] outpost_proto::find_up::FindUpSpecError),
     /// The connection broke or never carried the call.
     #[error("transport failure: {}", .0.message())]
     Transport(#[source] tonic::Status),
