@@ -100,7 +100,11 @@ enum Mode {
 
 pub(crate) async fn run(cmd: FsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        FsCommand::Stat { target, no_follow, path } => {
+        FsCommand::Stat {
+            target,
+            no_follow,
+            path,
+        } => {
             let meta = target.connect().await?.metadata(&path, !no_follow).await?;
             print_metadata(&path, &meta);
         }
@@ -111,7 +115,12 @@ pub(crate) async fn run(cmd: FsCommand) -> anyhow::Result<ExitCode> {
                 writeln!(out, "{:<9} {}", kind_name(entry.kind()), entry.name)?;
             }
         }
-        FsCommand::Cat { target, offset, length, path } => {
+        FsCommand::Cat {
+            target,
+            offset,
+            length,
+            path,
+        } => {
             let executor = target.connect().await?;
             let mut out = std::io::stdout().lock();
             executor
@@ -148,7 +157,11 @@ async fn find_up(args: FindUpArgs) -> anyhow::Result<ExitCode> {
     let response = match args.mode {
         Mode::Server => executor.find_up_server(request).await,
         Mode::Windowed | Mode::Sequential => {
-            let window = if matches!(args.mode, Mode::Sequential) { 1 } else { args.window };
+            let window = if matches!(args.mode, Mode::Sequential) {
+                1
+            } else {
+                args.window
+            };
             outpost_client::find_up::find_up(&executor, request, window).await
         }
     }

@@ -34,7 +34,11 @@ pub(crate) async fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
         println!("{value}");
         return Ok(ExitCode::SUCCESS);
     }
-    println!("executor        {} ({})", info.executor_id, executor.target());
+    println!(
+        "executor        {} ({})",
+        info.executor_id,
+        executor.target()
+    );
     println!("version         {}", info.version);
     println!("platform        {}/{}", info.os, info.arch);
     println!("cwd             {}", ctx.cwd);

@@ -17,7 +17,12 @@ use tracing_subscriber::EnvFilter;
 /// client library. Every client command takes `--target` (default `exec:`, which spawns a private
 /// executor over stdin/stdout, so nothing needs to be started by hand).
 #[derive(Debug, Parser)]
-#[command(name = "outpost", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "outpost",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,7 +46,10 @@ fn main() -> ExitCode {
         _ => "warn",
     };
     init_tracing(default_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("outpost: cannot start the async runtime: {err}");
@@ -69,7 +77,8 @@ fn main() -> ExitCode {
 /// Logs go to stderr only (stdout carries data, or the HTTP/2 stream with `--listen stdio`).
 /// `OUTPOST_LOG` takes `tracing` filter directives, e.g. `OUTPOST_LOG=debug`.
 fn init_tracing(default_level: &str) {
-    let filter = EnvFilter::try_from_env("OUTPOST_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    let filter =
+        EnvFilter::try_from_env("OUTPOST_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -77,7 +77,9 @@ impl ServeArgs {
         cfg.allowed_peer_uids.extend(self.allowed_peer_uids);
         let limits = &mut cfg.limits;
         limits.max_message_bytes = self.max_message_bytes.or(limits.max_message_bytes);
-        limits.max_concurrent_streams = self.max_concurrent_streams.or(limits.max_concurrent_streams);
+        limits.max_concurrent_streams = self
+            .max_concurrent_streams
+            .or(limits.max_concurrent_streams);
         limits.keepalive_interval_ms = self.keepalive_interval_ms.or(limits.keepalive_interval_ms);
         limits.shutdown_grace_ms = self.shutdown_grace_ms.or(limits.shutdown_grace_ms);
         Ok(cfg)
@@ -87,14 +89,20 @@ impl ServeArgs {
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.merged()?;
     let target: ListenTarget = cfg.listen.as_deref().unwrap_or("unix:").parse()?;
-    let token = cfg.token_file.as_deref().map(Token::from_file).transpose()?;
+    let token = cfg
+        .token_file
+        .as_deref()
+        .map(Token::from_file)
+        .transpose()?;
     let tls = match (&cfg.tls_cert, &cfg.tls_key) {
         (Some(cert), Some(key)) => Some(outpost_exec_server::tls::server_config(
             cert,
             key,
             cfg.tls_client_ca.as_deref(),
         )?),
-        (None, None) if cfg.tls_client_ca.is_some() => anyhow::bail!("--tls-client-ca needs --tls-cert and --tls-key"),
+        (None, None) if cfg.tls_client_ca.is_some() => {
+            anyhow::bail!("--tls-client-ca needs --tls-cert and --tls-key")
+        }
         _ => None,
     };
     let listener = Listener::bind(&target, tls.is_some(), token.is_some()).await?;
@@ -119,7 +127,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// Resolves on SIGTERM or SIGINT.
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::error!("cannot install signal handlers; stop the executor with SIGKILL");
         return std::future::pending().await;
     };

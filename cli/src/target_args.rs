@@ -11,7 +11,13 @@ use outpost_client::{ConnectOptions, Executor, Target};
 pub(crate) struct TargetArgs {
     /// Executor to talk to: `exec:` (spawn a private one), `unix:/PATH`, `http://HOST:PORT`,
     /// `https://HOST:PORT`.
-    #[arg(long, short = 't', global = true, env = "OUTPOST_TARGET", default_value = "exec:")]
+    #[arg(
+        long,
+        short = 't',
+        global = true,
+        env = "OUTPOST_TARGET",
+        default_value = "exec:"
+    )]
     pub(crate) target: String,
     /// File holding the bearer token (default: `OUTPOST_TOKEN` if set).
     #[arg(long, global = true, env = "OUTPOST_TOKEN_FILE")]

@@ -43,7 +43,10 @@ const LOCAL_URI: &str = "http://outpost.local";
 /// # Errors
 /// Target, credential and TLS problems, a failed spawn for `exec:`, and connection failures.
 pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Executor, ClientError> {
-    let token = options.token.clone().or_else(|| std::env::var("OUTPOST_TOKEN").ok());
+    let token = options
+        .token
+        .clone()
+        .or_else(|| std::env::var("OUTPOST_TOKEN").ok());
     let auth = BearerAuth::new(token.as_deref())?;
     let endpoint = |uri: &http::Uri| {
         Endpoint::from(uri.clone())
@@ -70,36 +73,59 @@ pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Execut
                 let bin = bin.clone();
                 async move { spawn_stdio_executor(&bin).map(TokioIo::new) }
             });
-            local.connect_with_connector(connector).await.map_err(connect_err)?
+            local
+                .connect_with_connector(connector)
+                .await
+                .map_err(connect_err)?
         }
         Target::Unix(path) => {
             let path = path.clone();
             let connector = tower::service_fn(move |_: http::Uri| {
                 let path = path.clone();
-                async move { tokio::net::UnixStream::connect(path).await.map(TokioIo::new) }
+                async move {
+                    tokio::net::UnixStream::connect(path)
+                        .await
+                        .map(TokioIo::new)
+                }
             });
-            local.connect_with_connector(connector).await.map_err(connect_err)?
+            local
+                .connect_with_connector(connector)
+                .await
+                .map_err(connect_err)?
         }
         Target::Http(uri) => endpoint(uri).connect().await.map_err(connect_err)?,
         Target::Https(uri) => {
             let tls = client_tls_config(options)?;
-            let host = uri.host().unwrap_or_default().trim_matches(['[', ']']).to_owned();
+            let host = uri
+                .host()
+                .unwrap_or_default()
+                .trim_matches(['[', ']'])
+                .to_owned();
             let port = uri.port_u16().unwrap_or(443);
-            let name = options.tls_server_name.clone().unwrap_or_else(|| host.clone());
-            let server_name = ServerName::try_from(name).map_err(|_| ClientError::InvalidTarget {
-                target: target.to_string(),
-                reason: "the TLS server name is not a valid DNS name or IP address",
-            })?;
+            let name = options
+                .tls_server_name
+                .clone()
+                .unwrap_or_else(|| host.clone());
+            let server_name =
+                ServerName::try_from(name).map_err(|_| ClientError::InvalidTarget {
+                    target: target.to_string(),
+                    reason: "the TLS server name is not a valid DNS name or IP address",
+                })?;
             let connector = tower::service_fn(move |_: http::Uri| {
                 let (tls, host, server_name) = (tls.clone(), host.clone(), server_name.clone());
                 async move {
                     let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
                     tcp.set_nodelay(true)?;
-                    let stream = tokio_rustls::TlsConnector::from(tls).connect(server_name, tcp).await?;
+                    let stream = tokio_rustls::TlsConnector::from(tls)
+                        .connect(server_name, tcp)
+                        .await?;
                     Ok::<_, std::io::Error>(TokioIo::new(stream))
                 }
             });
-            local.connect_with_connector(connector).await.map_err(connect_err)?
+            local
+                .connect_with_connector(connector)
+                .await
+                .map_err(connect_err)?
         }
     };
     Ok(Executor::new(channel, auth, target.to_string()))
@@ -134,8 +160,11 @@ fn spawn_stdio_executor(bin: &Path) -> std::io::Result<ChildIo> {
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot spawn {}: {e}", bin.display())))?;
-    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot spawn {}: {e}", bin.display()))
+        })?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         return Err(std::io::Error::other("child stdio was not captured"));
     };
@@ -169,15 +198,20 @@ fn client_tls_config(options: &ConnectOptions) -> Result<Arc<rustls::ClientConfi
     for cert in read_certs("CA bundle", &ca)? {
         roots.add(cert).map_err(ClientError::Tls)?;
     }
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(ClientError::Tls)?
-        .with_root_certificates(roots);
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(ClientError::Tls)?
+    .with_root_certificates(roots);
     let mut config = match (&options.tls_client_cert, &options.tls_client_key) {
         (Some(cert), Some(key)) => {
             let chain = read_certs("client certificate", cert)?;
-            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error("client key", key, e))?;
-            builder.with_client_auth_cert(chain, key).map_err(ClientError::Tls)?
+            let key =
+                PrivateKeyDer::from_pem_file(key).map_err(|e| pem_error("client key", key, e))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(ClientError::Tls)?
         }
         _ => builder.with_no_client_auth(),
     };
@@ -185,7 +219,10 @@ fn client_tls_config(options: &ConnectOptions) -> Result<Arc<rustls::ClientConfi
     Ok(Arc::new(config))
 }
 
-fn read_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, ClientError> {
+fn read_certs(
+    what: &'static str,
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, ClientError> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
         .map_err(|e| pem_error(what, path, e))?;
@@ -199,7 +236,11 @@ fn read_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'sta
     Ok(certs)
 }
 
-fn pem_error(what: &'static str, path: &Path, source: rustls::pki_types::pem::Error) -> ClientError {
+fn pem_error(
+    what: &'static str,
+    path: &Path,
+    source: rustls::pki_types::pem::Error,
+) -> ClientError {
     ClientError::Pem {
         what,
         path: path.to_owned(),
@@ -213,23 +254,36 @@ pub struct BearerAuth(Option<MetadataValue<Ascii>>);
 
 impl std::fmt::Debug for BearerAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "BearerAuth(<token>)" } else { "BearerAuth(None)" })
+        f.write_str(if self.0.is_some() {
+            "BearerAuth(<token>)"
+        } else {
+            "BearerAuth(None)"
+        })
     }
 }
 
 impl BearerAuth {
     fn new(token: Option<&str>) -> Result<Self, ClientError> {
         token
-            .map(|t| format!("Bearer {}", t.trim()).parse().map_err(|_| ClientError::InvalidToken))
+            .map(|t| {
+                format!("Bearer {}", t.trim())
+                    .parse()
+                    .map_err(|_| ClientError::InvalidToken)
+            })
             .transpose()
             .map(Self)
     }
 }
 
 impl tonic::service::Interceptor for BearerAuth {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
         if let Some(value) = &self.0 {
-            request.metadata_mut().insert("authorization", value.clone());
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
         }
         Ok(request)
     }

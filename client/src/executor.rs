@@ -23,7 +23,11 @@ pub struct Executor {
 
 impl Executor {
     pub(crate) fn new(channel: Channel, auth: BearerAuth, target: String) -> Self {
-        Self { channel, auth, target }
+        Self {
+            channel,
+            auth,
+            target,
+        }
     }
 
     /// The target this handle was connected with.
@@ -38,15 +42,21 @@ impl Executor {
 
     /// A generated `Executor` service client carrying the bearer token.
     pub fn executor_client(&self) -> pb::executor_client::ExecutorClient<Authed> {
-        pb::executor_client::ExecutorClient::with_interceptor(self.channel.clone(), self.auth.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        pb::executor_client::ExecutorClient::with_interceptor(
+            self.channel.clone(),
+            self.auth.clone(),
+        )
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     /// A generated `FileSystem` service client carrying the bearer token.
     pub fn fs_client(&self) -> pb::file_system_client::FileSystemClient<Authed> {
-        pb::file_system_client::FileSystemClient::with_interceptor(self.channel.clone(), self.auth.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        pb::file_system_client::FileSystemClient::with_interceptor(
+            self.channel.clone(),
+            self.auth.clone(),
+        )
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     /// Version, platform, filesystem context, sandbox capabilities and limits of the executor.
@@ -54,14 +64,22 @@ impl Executor {
     /// # Errors
     /// Transport failures and error statuses.
     pub async fn info(&self) -> Result<pb::InfoResponse, ClientError> {
-        Ok(self.executor_client().info(pb::InfoRequest {}).await?.into_inner())
+        Ok(self
+            .executor_client()
+            .info(pb::InfoRequest {})
+            .await?
+            .into_inner())
     }
 
     /// Metadata of `path`; with `follow_symlinks` false, a symlink describes itself.
     ///
     /// # Errors
     /// `NOT_FOUND` when missing, `INVALID_ARGUMENT` for a bad path, transport failures.
-    pub async fn metadata(&self, path: &str, follow_symlinks: bool) -> Result<pb::Metadata, ClientError> {
+    pub async fn metadata(
+        &self,
+        path: &str,
+        follow_symlinks: bool,
+    ) -> Result<pb::Metadata, ClientError> {
         let request = pb::GetMetadataRequest {
             path: path.to_owned(),
             follow_symlinks,
@@ -91,7 +109,9 @@ impl Executor {
         let mut total = 0u64;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk?;
-            sink(&chunk.data).map_err(|e| ClientError::Server(tonic::Status::aborted(format!("local sink failed: {e}"))))?;
+            sink(&chunk.data).map_err(|e| {
+                ClientError::Server(tonic::Status::aborted(format!("local sink failed: {e}")))
+            })?;
             total += chunk.data.len() as u64;
         }
         Ok(total)
@@ -129,11 +149,18 @@ impl Executor {
             permissions: None,
             profile: String::new(),
         };
-        let frames: Vec<pb::WriteFileRequest> = std::iter::once(pb::write_file_request::Frame::Header(header))
-            .chain(data.chunks(1024 * 1024).map(|c| pb::write_file_request::Frame::Data(c.to_vec())))
-            .map(|frame| pb::WriteFileRequest { frame: Some(frame) })
-            .collect();
-        let response = self.fs_client().write_file(tokio_stream::iter(frames)).await?;
+        let frames: Vec<pb::WriteFileRequest> =
+            std::iter::once(pb::write_file_request::Frame::Header(header))
+                .chain(
+                    data.chunks(1024 * 1024)
+                        .map(|c| pb::write_file_request::Frame::Data(c.to_vec())),
+                )
+                .map(|frame| pb::WriteFileRequest { frame: Some(frame) })
+                .collect();
+        let response = self
+            .fs_client()
+            .write_file(tokio_stream::iter(frames))
+            .await?;
         Ok(response.into_inner().bytes_written)
     }
 
@@ -213,7 +240,12 @@ impl Executor {
             recursive,
             profile: String::new(),
         };
-        Ok(self.fs_client().copy(request).await?.into_inner().bytes_copied)
+        Ok(self
+            .fs_client()
+            .copy(request)
+            .await?
+            .into_inner()
+            .bytes_copied)
     }
 
     /// The canonical absolute path of `path`, with symlinks resolved on the executor.
@@ -225,14 +257,22 @@ impl Executor {
             path: path.to_owned(),
             profile: String::new(),
         };
-        Ok(self.fs_client().canonicalize(request).await?.into_inner().path)
+        Ok(self
+            .fs_client()
+            .canonicalize(request)
+            .await?
+            .into_inner()
+            .path)
     }
 
     /// The server-side find-up walk: one round trip for any depth.
     ///
     /// # Errors
     /// Error statuses (including a propagated probe error) and transport failures.
-    pub async fn find_up_server(&self, request: pb::FindUpRequest) -> Result<pb::FindUpResponse, ClientError> {
+    pub async fn find_up_server(
+        &self,
+        request: pb::FindUpRequest,
+    ) -> Result<pb::FindUpResponse, ClientError> {
         Ok(self.fs_client().find_up(request).await?.into_inner())
     }
 }

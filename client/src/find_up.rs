@@ -5,7 +5,9 @@
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
-use outpost_proto::find_up::{Decision, FindUpFailure, FindUpSearch, FindUpSpec, Probe, ProbeOutcome};
+use outpost_proto::find_up::{
+    Decision, FindUpFailure, FindUpSearch, FindUpSpec, Probe, ProbeOutcome,
+};
 use outpost_proto::pb;
 
 use crate::error::ClientError;
@@ -31,7 +33,9 @@ pub async fn find_up(
     let mut in_flight = FuturesOrdered::new();
     loop {
         while in_flight.len() < window {
-            let Some(probe) = search.next_probe() else { break };
+            let Some(probe) = search.next_probe() else {
+                break;
+            };
             in_flight.push_back(run_probe(executor, probe, profile.clone()));
         }
         let Some((probe, outcome)) = in_flight.next().await else {
@@ -49,7 +53,9 @@ pub async fn find_up(
             Decision::Done(result) => return Ok(result.into()),
             Decision::Failed(FindUpFailure::Probe { error, .. }) => return Err(error),
             Decision::Failed(other) => {
-                return Err(ClientError::Server(tonic::Status::internal(other.to_string())));
+                return Err(ClientError::Server(tonic::Status::internal(
+                    other.to_string(),
+                )));
             }
         }
     }
@@ -68,7 +74,9 @@ async fn run_probe(executor: &Executor, probe: Probe, profile: String) -> (Probe
     let result = executor.fs_client().get_metadata(request).await;
     let outcome = match result.map_err(ClientError::from) {
         Ok(meta) => Ok(ProbeOutcome::Found(meta.into_inner().kind().into())),
-        Err(ClientError::Server(status)) if status.code() == tonic::Code::NotFound => Ok(ProbeOutcome::NotFound),
+        Err(ClientError::Server(status)) if status.code() == tonic::Code::NotFound => {
+            Ok(ProbeOutcome::NotFound)
+        }
         Err(err @ ClientError::Server(_)) => Ok(ProbeOutcome::Error(err)),
         Err(transport) => Err(transport),
     };

@@ -29,12 +29,16 @@ impl std::str::FromStr for Target {
             return match rest {
                 "" => Ok(Self::Exec(None)),
                 path if path.starts_with('/') => Ok(Self::Exec(Some(PathBuf::from(path)))),
-                _ => Err(bad("exec: takes an absolute path to the outpost binary, or nothing")),
+                _ => Err(bad(
+                    "exec: takes an absolute path to the outpost binary, or nothing",
+                )),
             };
         }
         if let Some(path) = s.strip_prefix("unix:") {
             if !path.starts_with('/') {
-                return Err(bad("unix: needs an absolute socket path, e.g. unix:/run/outpost.sock"));
+                return Err(bad(
+                    "unix: needs an absolute socket path, e.g. unix:/run/outpost.sock",
+                ));
             }
             return Ok(Self::Unix(PathBuf::from(path)));
         }
@@ -52,7 +56,9 @@ impl std::str::FromStr for Target {
                 Self::Http(uri)
             });
         }
-        Err(bad("expected exec:, unix:/PATH, http://HOST:PORT or https://HOST:PORT"))
+        Err(bad(
+            "expected exec:, unix:/PATH, http://HOST:PORT or https://HOST:PORT",
+        ))
     }
 }
 
@@ -74,9 +80,18 @@ mod tests {
     #[test]
     fn parses_and_rejects() {
         assert_eq!("exec:".parse::<Target>().unwrap(), Target::Exec(None));
-        assert_eq!("unix:/a/b".parse::<Target>().unwrap(), Target::Unix("/a/b".into()));
-        assert!(matches!("http://127.0.0.1:1".parse::<Target>().unwrap(), Target::Http(_)));
-        assert!(matches!("https://h:1".parse::<Target>().unwrap(), Target::Https(_)));
+        assert_eq!(
+            "unix:/a/b".parse::<Target>().unwrap(),
+            Target::Unix("/a/b".into())
+        );
+        assert!(matches!(
+            "http://127.0.0.1:1".parse::<Target>().unwrap(),
+            Target::Http(_)
+        ));
+        assert!(matches!(
+            "https://h:1".parse::<Target>().unwrap(),
+            Target::Https(_)
+        ));
         for bad in ["unix:rel", "exec:rel", "ftp://x", "http://h:1/path", ""] {
             let err = bad.parse::<Target>().unwrap_err();
             assert!(err.to_string().contains("invalid target"), "{bad}: {err}");

@@ -42,7 +42,9 @@ impl Token {
         })?;
         let trimmed = raw.trim_ascii();
         if trimmed.is_empty() {
-            return Err(ServerError::EmptyToken { path: path.to_owned() });
+            return Err(ServerError::EmptyToken {
+                path: path.to_owned(),
+            });
         }
         Ok(Self::new(trimmed))
     }
@@ -115,7 +117,10 @@ where
         if allowed {
             futures_util::future::Either::Left(self.inner.call(req))
         } else {
-            tracing::warn!(path = req.uri().path(), "rejected call without a valid bearer token");
+            tracing::warn!(
+                path = req.uri().path(),
+                "rejected call without a valid bearer token"
+            );
             let status = tonic::Status::unauthenticated("missing or invalid bearer token");
             futures_util::future::Either::Right(std::future::ready(Ok(status.into_http())))
         }
@@ -144,8 +149,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tok");
         std::fs::write(&path, "abc\n").unwrap();
-        assert!(Token::from_file(&path).unwrap().accepts(Some(&http::HeaderValue::from_static("Bearer abc"))));
+        assert!(
+            Token::from_file(&path)
+                .unwrap()
+                .accepts(Some(&http::HeaderValue::from_static("Bearer abc")))
+        );
         std::fs::write(&path, " \n").unwrap();
-        assert!(matches!(Token::from_file(&path), Err(ServerError::EmptyToken { .. })));
+        assert!(matches!(
+            Token::from_file(&path),
+            Err(ServerError::EmptyToken { .. })
+        ));
     }
 }

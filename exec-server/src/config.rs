@@ -103,14 +103,18 @@ impl LimitsConfig {
         let d = Limits::default();
         Limits {
             max_message_bytes: self.max_message_bytes.unwrap_or(d.max_message_bytes),
-            max_concurrent_streams: self.max_concurrent_streams.unwrap_or(d.max_concurrent_streams),
+            max_concurrent_streams: self
+                .max_concurrent_streams
+                .unwrap_or(d.max_concurrent_streams),
             keepalive_interval: self
                 .keepalive_interval_ms
                 .map_or(d.keepalive_interval, Duration::from_millis),
             keepalive_timeout: self
                 .keepalive_timeout_ms
                 .map_or(d.keepalive_timeout, Duration::from_millis),
-            shutdown_grace: self.shutdown_grace_ms.map_or(d.shutdown_grace, Duration::from_millis),
+            shutdown_grace: self
+                .shutdown_grace_ms
+                .map_or(d.shutdown_grace, Duration::from_millis),
         }
     }
 }
@@ -130,6 +134,9 @@ mod tests {
         let cfg: ServerConfig = toml::from_str("[limits]\nmax_concurrent_streams = 7\n").unwrap();
         let limits = cfg.limits.resolve();
         assert_eq!(limits.max_concurrent_streams, 7);
-        assert_eq!(limits.max_message_bytes, Limits::default().max_message_bytes);
+        assert_eq!(
+            limits.max_message_bytes,
+            Limits::default().max_message_bytes
+        );
     }
 }

@@ -26,7 +26,9 @@ pub enum ServerError {
         addr: std::net::SocketAddr,
     },
     /// A TCP listener was requested without a bearer token.
-    #[error("a tcp:// listener requires a bearer token: pass --token-file or set OUTPOST_TOKEN_FILE")]
+    #[error(
+        "a tcp:// listener requires a bearer token: pass --token-file or set OUTPOST_TOKEN_FILE"
+    )]
     TcpWithoutToken,
     /// Binding a socket failed.
     #[error("cannot bind {what}")]
@@ -38,7 +40,9 @@ pub enum ServerError {
         source: io::Error,
     },
     /// The directory that holds the unix socket is not private to this user.
-    #[error("socket directory {path} must be owned by uid {uid} with mode 0700 (found uid {found_uid}, mode {found_mode:o})")]
+    #[error(
+        "socket directory {path} must be owned by uid {uid} with mode 0700 (found uid {found_uid}, mode {found_mode:o})"
+    )]
     SocketDirectoryNotPrivate {
         /// The directory.
         path: PathBuf,

@@ -23,7 +23,12 @@ pub struct InfoService {
 
 impl InfoService {
     /// Captures the executor's context: its cwd, `$HOME`, temp dir and the configured workspace roots.
-    pub fn new(executor_id: String, workspace_roots: &[PathBuf], caps: Capabilities, limits: &Limits) -> Self {
+    pub fn new(
+        executor_id: String,
+        workspace_roots: &[PathBuf],
+        caps: Capabilities,
+        limits: &Limits,
+    ) -> Self {
         let display = |p: PathBuf| p.to_string_lossy().into_owned();
         let fs_context = pb::FilesystemContext {
             cwd: std::env::current_dir().map(display).unwrap_or_default(),
@@ -46,7 +51,8 @@ impl InfoService {
                 max_message_bytes: limits.max_message_bytes as u64,
                 max_concurrent_streams: limits.max_concurrent_streams,
                 read_chunk_bytes: READ_CHUNK_BYTES,
-                keepalive_interval_ms: u64::try_from(limits.keepalive_interval.as_millis()).unwrap_or(u64::MAX),
+                keepalive_interval_ms: u64::try_from(limits.keepalive_interval.as_millis())
+                    .unwrap_or(u64::MAX),
                 max_find_up_markers: MAX_FIND_UP_MARKERS,
                 max_directory_page: MAX_DIRECTORY_PAGE,
             }),
@@ -59,7 +65,10 @@ impl InfoService {
 
 #[tonic::async_trait]
 impl pb::executor_server::Executor for InfoService {
-    async fn info(&self, _request: Request<pb::InfoRequest>) -> Result<Response<pb::InfoResponse>, Status> {
+    async fn info(
+        &self,
+        _request: Request<pb::InfoRequest>,
+    ) -> Result<Response<pb::InfoResponse>, Status> {
         Ok(Response::new(self.response.clone()))
     }
 }

@@ -40,9 +40,9 @@ impl std::str::FromStr for ListenTarget {
             }
             Ok(Self::Unix(Some(path)))
         } else if let Some(addr) = s.strip_prefix("tcp://") {
-            addr.parse()
-                .map(Self::Tcp)
-                .map_err(|_| bad("expected tcp://IP:PORT with a literal IP address, e.g. tcp://127.0.0.1:7700"))
+            addr.parse().map(Self::Tcp).map_err(|_| {
+                bad("expected tcp://IP:PORT with a literal IP address, e.g. tcp://127.0.0.1:7700")
+            })
         } else {
             Err(bad("expected unix:PATH, tcp://IP:PORT or stdio"))
         }
@@ -86,10 +86,13 @@ impl Listener {
                 if !token {
                     return Err(ServerError::TcpWithoutToken);
                 }
-                let listener = TcpListener::bind(addr).await.map_err(|source| ServerError::Bind {
-                    what: addr.to_string(),
-                    source,
-                })?;
+                let listener =
+                    TcpListener::bind(addr)
+                        .await
+                        .map_err(|source| ServerError::Bind {
+                            what: addr.to_string(),
+                            source,
+                        })?;
                 Ok(Self::Tcp(listener))
             }
             ListenTarget::Unix(path) => {
@@ -131,7 +134,9 @@ async fn bind_unix(path: &Path) -> Result<Listener, ServerError> {
     if path.exists() {
         // A live socket means another executor; a dead one is left over from a crash.
         if tokio::net::UnixStream::connect(path).await.is_ok() {
-            return Err(ServerError::SocketInUse { path: path.to_owned() });
+            return Err(ServerError::SocketInUse {
+                path: path.to_owned(),
+            });
         }
         std::fs::remove_file(path).map_err(setup)?;
     }
@@ -152,12 +157,12 @@ fn ensure_private_dir(dir: &Path) -> Result<(), ServerError> {
             path: dir.to_owned(),
             source,
         })?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|source| {
-            ServerError::SocketSetup {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
+            |source| ServerError::SocketSetup {
                 path: dir.to_owned(),
                 source,
-            }
-        })?;
+            },
+        )?;
     }
     let meta = std::fs::metadata(dir).map_err(|source| ServerError::SocketSetup {
         path: dir.to_owned(),
@@ -181,14 +186,23 @@ mod tests {
 
     #[test]
     fn parses_targets() {
-        assert_eq!("stdio".parse::<ListenTarget>().unwrap(), ListenTarget::Stdio);
-        assert_eq!("unix:".parse::<ListenTarget>().unwrap(), ListenTarget::Unix(None));
+        assert_eq!(
+            "stdio".parse::<ListenTarget>().unwrap(),
+            ListenTarget::Stdio
+        );
+        assert_eq!(
+            "unix:".parse::<ListenTarget>().unwrap(),
+            ListenTarget::Unix(None)
+        );
         assert_eq!(
             "tcp://127.0.0.1:0".parse::<ListenTarget>().unwrap(),
             ListenTarget::Tcp("127.0.0.1:0".parse().unwrap())
         );
         for bad in ["unix:rel/path", "tcp://localhost:1", "http://x", ""] {
-            assert!(bad.parse::<ListenTarget>().is_err(), "{bad} should be rejected");
+            assert!(
+                bad.parse::<ListenTarget>().is_err(),
+                "{bad} should be rejected"
+            );
         }
     }
 
@@ -205,6 +219,9 @@ mod tests {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let target = ListenTarget::Unix(Some(dir.path().join("s.sock")));
         let err = Listener::bind(&target, false, false).await.unwrap_err();
-        assert!(matches!(err, ServerError::SocketDirectoryNotPrivate { .. }), "{err}");
+        assert!(
+            matches!(err, ServerError::SocketDirectoryNotPrivate { .. }),
+            "{err}"
+        );
     }
 }

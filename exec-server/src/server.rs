@@ -80,14 +80,20 @@ pub async fn serve(
     set_all(&health, ServingStatus::NotServing).await;
     let routes = build_routes(&options, health_svc);
     let svc = TowerToHyperService::new(AuthLayer::new(options.token.clone()).layer(routes));
-    let startup = tokio::spawn(startup_checks(health.clone(), options.workspace_roots.clone()));
+    let startup = tokio::spawn(startup_checks(
+        health.clone(),
+        options.workspace_roots.clone(),
+    ));
     let http = http2_builder(&options.limits);
     let graceful = GracefulShutdown::new();
     let result = accept_loop(listener, &options, svc, &http, &graceful, shutdown).await;
     startup.abort();
     set_all(&health, ServingStatus::NotServing).await;
     tracing::info!(in_flight = graceful.count(), "draining");
-    if tokio::time::timeout(options.limits.shutdown_grace, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(options.limits.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!(grace = ?options.limits.shutdown_grace, "drain grace period elapsed; closing remaining connections");
     }
     result
@@ -192,7 +198,9 @@ async fn accept_loop(
                     Ok(uid) if uid == own || options.allowed_peer_uids.contains(&uid) => {
                         spawn_connection(stream, svc.clone(), http, graceful.watcher());
                     }
-                    other => tracing::warn!(peer_uid = ?other, "refused unix peer: uid not allowed"),
+                    other => {
+                        tracing::warn!(peer_uid = ?other, "refused unix peer: uid not allowed")
+                    }
                 }
             }
         }
@@ -209,7 +217,13 @@ async fn accept_loop(
                 None => {
                     spawn_connection(stream, svc.clone(), http, graceful.watcher());
                 }
-                Some(tls) => spawn_tls_connection(stream, tls.clone(), svc.clone(), http.clone(), graceful.watcher()),
+                Some(tls) => spawn_tls_connection(
+                    stream,
+                    tls.clone(),
+                    svc.clone(),
+                    http.clone(),
+                    graceful.watcher(),
+                ),
             }
         },
     }
@@ -278,7 +292,10 @@ async fn startup_checks(health: HealthReporter, roots: Vec<PathBuf>) {
             tracing::info!("start-up checks passed; serving");
             return;
         }
-        tracing::warn!(?missing, "workspace roots are not directories yet; health stays NOT_SERVING");
+        tracing::warn!(
+            ?missing,
+            "workspace roots are not directories yet; health stays NOT_SERVING"
+        );
         tokio::time::sleep(STARTUP_RETRY).await;
     }
 }

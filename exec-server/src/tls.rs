@@ -31,19 +31,26 @@ pub fn server_config(
             for cert in read_certs("client CA bundle", ca)? {
                 roots.add(cert).map_err(ServerError::Tls)?;
             }
-            let verifier =
-                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                    .build()
-                    .map_err(ServerError::ClientCa)?;
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(ServerError::ClientCa)?;
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let mut config = builder.with_single_cert(chain, key).map_err(ServerError::Tls)?;
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(ServerError::Tls)?;
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(config))
 }
 
-fn read_certs(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, ServerError> {
+fn read_certs(
+    what: &'static str,
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, ServerError> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
         .map_err(|source| ServerError::Pem {

@@ -36,7 +36,9 @@ pub async fn start(upstream: SocketAddr, one_way: Duration) -> std::io::Result<D
         let mut connections = tokio::task::JoinSet::new();
         while let Ok((client, _)) = listener.accept().await {
             connections.spawn(async move {
-                let Ok(server) = TcpStream::connect(upstream).await else { return };
+                let Ok(server) = TcpStream::connect(upstream).await else {
+                    return;
+                };
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 let (cr, cw) = client.into_split();
@@ -60,7 +62,10 @@ async fn pipe(
             match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if tx.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
+                    if tx
+                        .send((Instant::now() + delay, buf[..n].to_vec()))
+                        .is_err()
+                    {
                         break;
                     }
                 }

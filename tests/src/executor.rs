@@ -46,13 +46,18 @@ impl InProcessExecutor {
     }
 
     /// Starts an executor on `transport`; token and TLS fields of `options` are set by the transport.
-    pub async fn start_with(transport: Transport, mut options: ExecutorOptions) -> anyhow::Result<Self> {
+    pub async fn start_with(
+        transport: Transport,
+        mut options: ExecutorOptions,
+    ) -> anyhow::Result<Self> {
         crate::init_tracing();
         let dir = tempfile::tempdir()?;
         let mut connect = ConnectOptions::default();
         let mut tls = None;
         let target = match transport {
-            Transport::Unix => ListenTarget::Unix(Some(dir.path().join("run").join("outpost.sock"))),
+            Transport::Unix => {
+                ListenTarget::Unix(Some(dir.path().join("run").join("outpost.sock")))
+            }
             Transport::Tcp | Transport::Tls | Transport::MutualTls => {
                 options.token = Some(Token::new(TEST_TOKEN));
                 connect.token = Some(TEST_TOKEN.to_owned());
@@ -61,7 +66,8 @@ impl InProcessExecutor {
         };
         if matches!(transport, Transport::Tls | Transport::MutualTls) {
             let material = TlsMaterial::generate(dir.path())?;
-            let client_ca = (transport == Transport::MutualTls).then_some(material.ca_cert.as_path());
+            let client_ca =
+                (transport == Transport::MutualTls).then_some(material.ca_cert.as_path());
             options.tls = Some(outpost_exec_server::tls::server_config(
                 &material.server_cert,
                 &material.server_key,
@@ -74,7 +80,8 @@ impl InProcessExecutor {
             }
             tls = Some(material);
         }
-        let listener = Listener::bind(&target, options.tls.is_some(), options.token.is_some()).await?;
+        let listener =
+            Listener::bind(&target, options.tls.is_some(), options.token.is_some()).await?;
         let mut client_target = listener.client_target();
         if options.tls.is_some() {
             client_target = client_target.replacen("http://", "https://", 1);

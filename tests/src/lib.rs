@@ -7,13 +7,18 @@
 //!   on drop.
 //! - [`TlsMaterial`]: a CA, a server certificate for 127.0.0.1/localhost and a client certificate.
 //! - [`outpost_bin`]: the `outpost` binary built next to the test binary.
+//! - [`ServeProcess`]: a real `outpost serve` child process, killed on drop.
+//! - [`bench`]: the sections of the `outpost-bench` binary.
 //! - [`delay_proxy`]: a TCP proxy that adds latency each way, since there is no netem here.
 
+pub mod bench;
 pub mod delay_proxy;
 mod executor;
+mod serve_process;
 mod tls;
 
 pub use executor::{InProcessExecutor, TEST_TOKEN, Transport};
+pub use serve_process::{ServeProcess, free_port, nested_dirs};
 pub use tls::TlsMaterial;
 
 use std::path::PathBuf;
@@ -26,12 +31,19 @@ pub fn outpost_bin() -> PathBuf {
     }
     let exe = std::env::current_exe().expect("the test binary knows its own path");
     // target/<profile>/deps/e2e-HASH or target/<profile>/outpost-bench
-    let mut dir = exe.parent().expect("the test binary lives in a directory").to_path_buf();
+    let mut dir = exe
+        .parent()
+        .expect("the test binary lives in a directory")
+        .to_path_buf();
     if dir.ends_with("deps") {
         dir.pop();
     }
     let bin = dir.join("outpost");
-    assert!(bin.is_file(), "{} is missing: run `cargo build -p outpost-cli` first", bin.display());
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p outpost-cli` first",
+        bin.display()
+    );
     bin
 }
 

@@ -26,17 +26,22 @@ impl TlsMaterial {
         let ca_key = KeyPair::generate()?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(DnType::CommonName, "outpost test CA");
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "outpost test CA");
         let ca = ca_params.self_signed(&ca_key)?;
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
 
         let server_key = KeyPair::generate()?;
-        let server_params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])?;
+        let server_params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])?;
         let server = server_params.signed_by(&server_key, &issuer)?;
 
         let client_key = KeyPair::generate()?;
         let mut client_params = CertificateParams::new(vec!["outpost-client".to_owned()])?;
-        client_params.distinguished_name.push(DnType::CommonName, "outpost test client");
+        client_params
+            .distinguished_name
+            .push(DnType::CommonName, "outpost test client");
         let client = client_params.signed_by(&client_key, &issuer)?;
 
         let write = |name: &str, pem: String| -> anyhow::Result<PathBuf> {

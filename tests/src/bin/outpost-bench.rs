@@ -1,1 +1,69 @@
-fn main() {}
+//! `outpost-bench`: measures outpost against same-run baselines, prints a markdown table, writes JSON,
+//! and with `--update-readme` regenerates the README's benchmark table.
+//!
+//! Run: `cargo run --release -p outpost-tests --bin outpost-bench -- [--quick] [--update-readme]`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use outpost_tests::bench::{self, report};
+
+#[derive(Debug, Default)]
+struct Args {
+    quick: bool,
+    update_readme: bool,
+    json: Option<PathBuf>,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut args = Args::default();
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => args.quick = true,
+            "--update-readme" => args.update_readme = true,
+            "--json" => args.json = Some(it.next().context("--json needs a path")?.into()),
+            "--help" | "-h" => {
+                println!(
+                    "outpost-bench [--quick] [--update-readme] [--json PATH]\n\n\
+                     Measures outpost side by side with baselines in one run and checks targets.\n  \
+                     --quick          fewer iterations (smoke run)\n  \
+                     --update-readme  replace the table between the bench markers in README.md\n  \
+                     --json PATH      where to write results (default bench-results/bench.json)"
+                );
+                std::process::exit(0);
+            }
+            other => anyhow::bail!("unknown argument {other:?} (see --help)"),
+        }
+    }
+    Ok(args)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut rows = Vec::new();
+    eprintln!("outpost-bench: filesystem section ...");
+    rows.extend(bench::fs::run(args.quick).await.context("filesystem section")?);
+    let table = report::markdown(&rows);
+    println!("{table}");
+    let json_path = args.json.unwrap_or_else(|| workspace.join("bench-results").join("bench.json"));
+    if let Some(dir) = json_path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let json = serde_json::json!({
+        "quick": args.quick,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "rows": rows,
+    });
+    std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)?;
+    eprintln!("outpost-bench: wrote {}", json_path.display());
+    if args.update_readme {
+        let readme_path = workspace.join("README.md");
+        let readme = std::fs::read_to_string(&readme_path)?;
+        std::fs::write(&readme_path, report::splice_readme(&readme, &table)?)?;
+        eprintln!("outpost-bench: updated {}", readme_path.display());
+    }
+    Ok(())
+}

@@ -8,8 +8,15 @@ fn outpost() -> Command {
 
 #[test]
 fn info_on_default_exec_target() -> anyhow::Result<()> {
-    let out = outpost().args(["info", "--json"]).env("OUTPOST_BIN", outpost_tests::outpost_bin()).output()?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = outpost()
+        .args(["info", "--json"])
+        .env("OUTPOST_BIN", outpost_tests::outpost_bin())
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let info: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(info["os"], std::env::consts::OS);
     Ok(())
@@ -32,7 +39,10 @@ fn non_loopback_tcp_without_tls_refuses_to_start() -> anyhow::Result<()> {
 
 #[test]
 fn tcp_without_token_refuses_to_start() -> anyhow::Result<()> {
-    let out = outpost().args(["serve", "--listen", "tcp://127.0.0.1:0"]).env_remove("OUTPOST_TOKEN_FILE").output()?;
+    let out = outpost()
+        .args(["serve", "--listen", "tcp://127.0.0.1:0"])
+        .env_remove("OUTPOST_TOKEN_FILE")
+        .output()?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("requires a bearer token"));
     Ok(())
@@ -69,11 +79,23 @@ fn stdio_executor_exits_cleanly_when_the_peer_closes() -> anyhow::Result<()> {
         .spawn()?;
     // Dropping our end of stdin is the peer going away.
     let out = child.wait_with_output()?;
-    assert!(out.status.success(), "exit {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     // stdout carries HTTP/2 only: at most the server's SETTINGS frame (type 4), never log text.
     let settings_only = out.stdout.is_empty() || (out.stdout.len() >= 9 && out.stdout[3] == 4);
-    assert!(settings_only, "stdio mode wrote non-HTTP/2 bytes: {:?}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("stdio"), "logs go to stderr");
+    assert!(
+        settings_only,
+        "stdio mode wrote non-HTTP/2 bytes: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stdio"),
+        "logs go to stderr"
+    );
     Ok(())
 }
 
@@ -98,7 +120,8 @@ async fn sigterm_drains_and_removes_the_socket() -> anyhow::Result<()> {
     }
     let client = client.expect("executor came up within 2 s");
     client.info().await?;
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("running child has a pid"))?);
+    let pid =
+        nix::unistd::Pid::from_raw(i32::try_from(child.id().expect("running child has a pid"))?);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
     let status = tokio::time::timeout(std::time::Duration::from_secs(15), child.wait()).await??;
     assert!(status.success(), "{status:?}");

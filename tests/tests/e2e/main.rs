@@ -10,11 +10,16 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 /// Polls the overall health status until it is `want` (bounded; the executor flips it within ms).
-pub(crate) async fn wait_health(channel: tonic::transport::Channel, want: ServingStatus) -> anyhow::Result<()> {
+pub(crate) async fn wait_health(
+    channel: tonic::transport::Channel,
+    want: ServingStatus,
+) -> anyhow::Result<()> {
     let mut client = HealthClient::new(channel);
     for _ in 0..200 {
         let status = client
-            .check(HealthCheckRequest { service: String::new() })
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
             .await?
             .into_inner()
             .status();

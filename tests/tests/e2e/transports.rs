@@ -10,7 +10,9 @@ async fn info_works(transport: Transport) -> anyhow::Result<()> {
     let info = client.info().await?;
     assert_eq!(info.os, std::env::consts::OS);
     assert!(!info.executor_id.is_empty());
-    let ctx = info.fs_context.expect("info carries the filesystem context");
+    let ctx = info
+        .fs_context
+        .expect("info carries the filesystem context");
     assert_eq!(ctx.cwd, std::env::current_dir()?.to_string_lossy());
     crate::wait_health(client.channel(), ServingStatus::Serving).await?;
     server.shutdown().await;
@@ -51,9 +53,14 @@ async fn exec_target_spawns_a_private_executor() -> anyhow::Result<()> {
 async fn unix_socket_is_private() -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let server = InProcessExecutor::start(Transport::Unix).await?;
-    let sock = server.socket_path().expect("unix executor has a socket path");
+    let sock = server
+        .socket_path()
+        .expect("unix executor has a socket path");
     let mode = std::fs::metadata(&sock)?.permissions().mode() & 0o777;
-    let dir_mode = std::fs::metadata(sock.parent().unwrap())?.permissions().mode() & 0o777;
+    let dir_mode = std::fs::metadata(sock.parent().unwrap())?
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!((mode, dir_mode), (0o600, 0o700));
     server.shutdown().await;
     assert!(!sock.exists(), "the socket file is removed on shutdown");
@@ -62,13 +69,16 @@ async fn unix_socket_is_private() -> anyhow::Result<()> {
 
 fn assert_unauthenticated(result: Result<outpost_client::pb::InfoResponse, ClientError>) {
     match result {
-        Err(ClientError::Server(status)) => assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}"),
+        Err(ClientError::Server(status)) => {
+            assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}")
+        }
         other => panic!("expected UNAUTHENTICATED, got {other:?}"),
     }
 }
 
 #[tokio::test]
-async fn tcp_without_or_with_wrong_token_is_unauthenticated_but_health_answers() -> anyhow::Result<()> {
+async fn tcp_without_or_with_wrong_token_is_unauthenticated_but_health_answers()
+-> anyhow::Result<()> {
     let server = InProcessExecutor::start(Transport::Tcp).await?;
     let none = server.connect_with(&ConnectOptions::default()).await?;
     assert_unauthenticated(none.info().await);
@@ -100,7 +110,10 @@ async fn mutual_tls_without_client_certificate_fails() -> anyhow::Result<()> {
         Ok(client) => client.info().await.map(|_| ()).map_err(anyhow::Error::from),
         Err(err) => Err(err),
     };
-    assert!(outcome.is_err(), "a client without a certificate must not get an answer");
+    assert!(
+        outcome.is_err(),
+        "a client without a certificate must not get an answer"
+    );
     server.shutdown().await;
     Ok(())
 }
@@ -114,7 +127,10 @@ async fn tls_with_untrusted_ca_fails() -> anyhow::Result<()> {
         tls_ca: Some(other.ca_cert),
         ..server.options.clone()
     };
-    assert!(server.connect_with(&options).await.is_err(), "an untrusted certificate must be rejected");
+    assert!(
+        server.connect_with(&options).await.is_err(),
+        "an untrusted certificate must be rejected"
+    );
     server.shutdown().await;
     Ok(())
 }
