@@ -1,1 +1,6 @@
 //! Executor.
+//!
+//! # Layout
+//! - [`fs`]: the `outpost.v1.FileSystem` service.
+
+pub mod fs;
