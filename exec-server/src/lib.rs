@@ -8,6 +8,7 @@
 //! - [`listen`]: listen targets (`unix:`, `tcp://`, `stdio`) and binding them safely.
 //! - [`auth`]: bearer-token check as a tower layer (health stays open).
 //! - [`tls`]: rustls server configuration, optionally with client certificates (mTLS).
+//! - [`fs`]: the `outpost.v1.FileSystem` service.
 //! - [`info`]: the `Executor.Info` service.
 //! - [`server`]: routes, HTTP/2 connection handling, health, draining.
 //! - [`error`]: start-up and serving errors.
@@ -15,6 +16,7 @@
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod fs;
 pub mod info;
 pub mod listen;
 pub mod server;

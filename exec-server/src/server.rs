@@ -22,6 +22,7 @@ use tower::Layer;
 use crate::auth::{AuthLayer, Authenticated, Token};
 use crate::config::Limits;
 use crate::error::ServerError;
+use crate::fs::{FileSystemService, FsConfig};
 use crate::info::InfoService;
 use crate::listen::Listener;
 
@@ -117,6 +118,12 @@ fn build_routes(options: &ExecutorOptions, health_svc: impl HealthService) -> Ro
         .add_service(reflection)
         .add_service(
             pb::executor_server::ExecutorServer::new(info)
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .add_service(
+            FileSystemService::new(FsConfig::default())
+                .into_server()
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max),
         )

@@ -23,7 +23,14 @@ impl ServeProcess {
         let dir = tempfile::tempdir()?;
         let sock = dir.path().join("run").join("outpost.sock");
         let listen = format!("unix:{}", sock.display());
-        Self::spawn(dir, &listen, format!("unix:{}", sock.display()), None, extra).await
+        Self::spawn(
+            dir,
+            &listen,
+            format!("unix:{}", sock.display()),
+            None,
+            extra,
+        )
+        .await
     }
 
     /// Starts `outpost serve` on 127.0.0.1:`port` with a bearer token.
@@ -75,7 +82,10 @@ impl ServeProcess {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        anyhow::bail!("outpost serve on {} did not come up within 5 s", self.target)
+        anyhow::bail!(
+            "outpost serve on {} did not come up within 5 s",
+            self.target
+        )
     }
 
     /// Connects an authenticated client.
@@ -96,7 +106,9 @@ impl ServeProcess {
 
 /// A free loopback TCP port (bound and released; good enough for tests on one machine).
 pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// Creates `depth` nested directories under `root` and returns the deepest one.

@@ -39,7 +39,12 @@ fn local_stat_p50(iterations: usize) -> Duration {
     percentile(&mut samples, 50.0)
 }
 
-async fn metadata_rtt(transport: &str, client: &Executor, iterations: usize, local: Duration) -> anyhow::Result<Vec<Row>> {
+async fn metadata_rtt(
+    transport: &str,
+    client: &Executor,
+    iterations: usize,
+    local: Duration,
+) -> anyhow::Result<Vec<Row>> {
     for _ in 0..iterations / 10 {
         client.metadata("/", true).await?;
     }
@@ -52,9 +57,19 @@ async fn metadata_rtt(transport: &str, client: &Executor, iterations: usize, loc
     let p50 = percentile(&mut samples, 50.0);
     let p99 = percentile(&mut samples, 99.0);
     Ok(vec![
-        Row::new(SECTION, format!("GetMetadata round trip p50 ({transport})"), ms(p50), "ms")
-            .baseline("local stat() p50", ms(local)),
-        Row::new(SECTION, format!("GetMetadata round trip p99 ({transport})"), ms(p99), "ms"),
+        Row::new(
+            SECTION,
+            format!("GetMetadata round trip p50 ({transport})"),
+            ms(p50),
+            "ms",
+        )
+        .baseline("local stat() p50", ms(local)),
+        Row::new(
+            SECTION,
+            format!("GetMetadata round trip p99 ({transport})"),
+            ms(p99),
+            "ms",
+        ),
     ])
 }
 
@@ -75,21 +90,39 @@ async fn find_up_under_latency(tcp: &ServeProcess, runs: usize) -> anyhow::Resul
         Ok(())
     })
     .await?;
-    let mut rows = vec![Row::new(SECTION, "simulated RTT (Info through the delay proxy)", ms(rtt), "ms")];
+    let mut rows = vec![Row::new(
+        SECTION,
+        "simulated RTT (Info through the delay proxy)",
+        ms(rtt),
+        "ms",
+    )];
     let expect_root = tree.path().to_string_lossy().into_owned();
-    for (name, window) in [("sequential", Some(1)), ("windowed-8", Some(8)), ("server FindUp", None)] {
+    for (name, window) in [
+        ("sequential", Some(1)),
+        ("windowed-8", Some(8)),
+        ("server FindUp", None),
+    ] {
         let took = median(runs, || async {
             let response = match window {
                 Some(w) => outpost_client::find_up::find_up(&client, request.clone(), w).await?,
                 None => client.find_up_server(request.clone()).await?,
             };
-            anyhow::ensure!(response.root.as_deref() == Some(expect_root.as_str()), "find-up found {:?}", response.root);
+            anyhow::ensure!(
+                response.root.as_deref() == Some(expect_root.as_str()),
+                "find-up found {:?}",
+                response.root
+            );
             Ok(())
         })
         .await?;
         let rtts = took.as_secs_f64() / rtt.as_secs_f64();
-        let mut row = Row::new(SECTION, format!("find-up 12 levels up (13 probes), {name}"), ms(took), "ms")
-            .baseline("1 RTT", ms(rtt));
+        let mut row = Row::new(
+            SECTION,
+            format!("find-up 12 levels up (13 probes), {name}"),
+            ms(took),
+            "ms",
+        )
+        .baseline("1 RTT", ms(rtt));
         row = match name {
             "windowed-8" => row.target("<= 2 RTT + 10%", rtts <= 2.2),
             "server FindUp" => row.target("<= 1 RTT + 10%", rtts <= 1.1),

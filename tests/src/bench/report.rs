@@ -24,7 +24,12 @@ pub struct Row {
 
 impl Row {
     /// A row without baseline or target.
-    pub fn new(section: &'static str, name: impl Into<String>, value: f64, unit: &'static str) -> Self {
+    pub fn new(
+        section: &'static str,
+        name: impl Into<String>,
+        value: f64,
+        unit: &'static str,
+    ) -> Self {
         Self {
             section,
             name: name.into(),
@@ -52,11 +57,16 @@ impl Row {
 
 /// The markdown table of `rows`.
 pub fn markdown(rows: &[Row]) -> String {
-    let mut out = String::from("| section | measurement | value | baseline (same run) | ratio | target | met |\n");
+    let mut out = String::from(
+        "| section | measurement | value | baseline (same run) | ratio | target | met |\n",
+    );
     out.push_str("|---|---|---|---|---|---|---|\n");
     for row in rows {
         let (baseline, ratio) = match &row.baseline {
-            Some((name, b)) if *b > 0.0 => (format!("{name}: {} {}", fmt(*b), row.unit), format!("{:.2}x", row.value / b)),
+            Some((name, b)) if *b > 0.0 => (
+                format!("{name}: {} {}", fmt(*b), row.unit),
+                format!("{:.2}x", row.value / b),
+            ),
             Some((name, b)) => (format!("{name}: {} {}", fmt(*b), row.unit), "-".into()),
             None => ("-".into(), "-".into()),
         };
@@ -97,10 +107,18 @@ fn fmt(v: f64) -> String {
 pub fn splice_readme(readme: &str, table: &str) -> anyhow::Result<String> {
     const BEGIN: &str = "<!-- bench:begin -->";
     const END: &str = "<!-- bench:end -->";
-    let start = readme.find(BEGIN).ok_or_else(|| anyhow::anyhow!("README.md has no {BEGIN} marker"))?;
-    let end = readme.find(END).ok_or_else(|| anyhow::anyhow!("README.md has no {END} marker"))?;
+    let start = readme
+        .find(BEGIN)
+        .ok_or_else(|| anyhow::anyhow!("README.md has no {BEGIN} marker"))?;
+    let end = readme
+        .find(END)
+        .ok_or_else(|| anyhow::anyhow!("README.md has no {END} marker"))?;
     anyhow::ensure!(start < end, "README.md bench markers are out of order");
-    Ok(format!("{}{BEGIN}\n{table}{}", &readme[..start], &readme[end..]))
+    Ok(format!(
+        "{}{BEGIN}\n{table}{}",
+        &readme[..start],
+        &readme[end..]
+    ))
 }
 
 #[cfg(test)]
@@ -109,9 +127,14 @@ mod tests {
 
     #[test]
     fn table_shows_ratio_and_verdict() {
-        let rows = [Row::new("fs", "x", 2.0, "ms").baseline("rtt", 1.0).target("<= 2x", true)];
+        let rows = [Row::new("fs", "x", 2.0, "ms")
+            .baseline("rtt", 1.0)
+            .target("<= 2x", true)];
         let table = markdown(&rows);
-        assert!(table.contains("| fs | x | 2.00 ms | rtt: 1.00 ms | 2.00x | <= 2x | yes |"), "{table}");
+        assert!(
+            table.contains("| fs | x | 2.00 ms | rtt: 1.00 ms | 2.00x | <= 2x | yes |"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -45,10 +45,16 @@ async fn main() -> anyhow::Result<()> {
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut rows = Vec::new();
     eprintln!("outpost-bench: filesystem section ...");
-    rows.extend(bench::fs::run(args.quick).await.context("filesystem section")?);
+    rows.extend(
+        bench::fs::run(args.quick)
+            .await
+            .context("filesystem section")?,
+    );
     let table = report::markdown(&rows);
     println!("{table}");
-    let json_path = args.json.unwrap_or_else(|| workspace.join("bench-results").join("bench.json"));
+    let json_path = args
+        .json
+        .unwrap_or_else(|| workspace.join("bench-results").join("bench.json"));
     if let Some(dir) = json_path.parent() {
         std::fs::create_dir_all(dir)?;
     }
