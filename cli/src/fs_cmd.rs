@@ -45,6 +45,20 @@ pub(crate) enum FsCommand {
     },
     /// Find the nearest ancestor of --cwd that holds one of the markers.
     FindUp(FindUpArgs),
+    /// Find the AGENTS.md that applies to --cwd (root down to cwd, AGENTS.override.md first) and print it.
+    AgentsMd {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Absolute working directory.
+        #[arg(long)]
+        cwd: String,
+        /// Project root marker (repeatable; default .git). The root bounds the search from above.
+        #[arg(long = "root-marker", default_value = ".git")]
+        root_markers: Vec<String>,
+        /// Read at most this many bytes of the file.
+        #[arg(long, default_value_t = outpost_client::agents_md::DEFAULT_MAX_BYTES)]
+        max_bytes: u64,
+    },
 }
 
 /// Arguments of `outpost fs find-up`.
@@ -129,6 +143,33 @@ pub(crate) async fn run(cmd: FsCommand) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         FsCommand::FindUp(args) => return find_up(args).await,
+        FsCommand::AgentsMd {
+            target,
+            cwd,
+            root_markers,
+            max_bytes,
+        } => {
+            let executor = target.connect().await?;
+            match outpost_client::agents_md::discover(&executor, &cwd, &root_markers, max_bytes)
+                .await?
+            {
+                Some(doc) => {
+                    eprintln!(
+                        "outpost: {} (root {}{})",
+                        doc.path,
+                        doc.root,
+                        if doc.truncated { ", truncated" } else { "" }
+                    );
+                    std::io::stdout().write_all(&doc.contents)?;
+                }
+                None => {
+                    eprintln!(
+                        "outpost: no AGENTS.override.md or AGENTS.md between the project root and {cwd}"
+                    );
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,12 +9,14 @@
 //! ```
 //!
 //! # Layout
+//! - [`agents_md`]: AGENTS.md discovery from the project root down to cwd.
 //! - [`target`]: target strings (`exec:`, `unix:`, `http://`, `https://`).
 //! - [`connect`](mod@connect): transports, the spawned `exec:` child, TLS, bearer tokens.
 //! - [`executor`]: [`Executor`], the connected handle with typed calls.
 //! - [`find_up`]: windowed client-side find-up over `GetMetadata`, same semantics as the RPC.
 //! - [`error`]: [`ClientError`], which tells transport failures from server answers.
 
+pub mod agents_md;
 pub mod connect;
 pub mod error;
 pub mod executor;

@@ -2,6 +2,8 @@
 //! the client library and the CLI. One test binary with submodules keeps link time down.
 
 mod cli;
+mod find_up;
+mod fs;
 mod transports;
 
 use std::time::Duration;
