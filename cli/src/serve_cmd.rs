@@ -112,6 +112,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         workspace_roots: cfg.workspace_roots,
         allowed_peer_uids: cfg.allowed_peer_uids,
         limits: cfg.limits.resolve(),
+        http: cfg.http.resolve(),
         ..ExecutorOptions::default()
     };
     if let Some(id) = cfg.executor_id {

@@ -33,6 +33,9 @@ pub struct ServerConfig {
     /// Limits.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// HTTP proxy destination policy and limits (`[http]`).
+    #[serde(default)]
+    pub http: crate::http::HttpConfig,
 }
 
 /// `[limits]` table of `outpost.toml`.

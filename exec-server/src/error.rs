@@ -127,4 +127,7 @@ pub enum ServerError {
     /// Accepting a connection failed in a way that is not transient.
     #[error("accept failed")]
     Accept(#[source] io::Error),
+    /// The HTTP proxy service could not be set up (for example a malformed proxy variable).
+    #[error("cannot set up the HTTP proxy service")]
+    Http(#[from] crate::http::HttpError),
 }

@@ -9,6 +9,7 @@
 //! - [`auth`]: bearer-token check as a tower layer (health stays open).
 //! - [`tls`]: rustls server configuration, optionally with client certificates (mTLS).
 //! - [`fs`]: the `outpost.v1.FileSystem` service.
+//! - [`http`]: the `outpost.v1.Http` service (HTTP proxy with destination policy).
 //! - [`info`]: the `Executor.Info` service.
 //! - [`server`]: routes, HTTP/2 connection handling, health, draining.
 //! - [`error`]: start-up and serving errors.
@@ -17,6 +18,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod fs;
+pub mod http;
 pub mod info;
 pub mod listen;
 pub mod server;

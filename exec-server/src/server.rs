@@ -27,7 +27,11 @@ use crate::info::InfoService;
 use crate::listen::Listener;
 
 /// Services whose health is reported besides the overall ("") status.
-const SERVICE_NAMES: &[&str] = &["outpost.v1.Executor", "outpost.v1.FileSystem"];
+const SERVICE_NAMES: &[&str] = &[
+    "outpost.v1.Executor",
+    "outpost.v1.FileSystem",
+    "outpost.v1.Http",
+];
 /// A TLS client must finish its handshake within this time.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often failed start-up checks are retried.
@@ -48,6 +52,8 @@ pub struct ExecutorOptions {
     pub limits: Limits,
     /// Executor id reported by Info.
     pub executor_id: String,
+    /// HTTP proxy policy and limits.
+    pub http: crate::http::HttpOptions,
 }
 
 impl Default for ExecutorOptions {
@@ -59,6 +65,7 @@ impl Default for ExecutorOptions {
             allowed_peer_uids: Vec::new(),
             limits: Limits::default(),
             executor_id: uuid::Uuid::new_v4().to_string(),
+            http: crate::http::HttpOptions::default(),
         }
     }
 }
@@ -79,7 +86,7 @@ pub async fn serve(
     }
     let (health, health_svc) = tonic_health::server::health_reporter();
     set_all(&health, ServingStatus::NotServing).await;
-    let routes = build_routes(&options, health_svc);
+    let routes = build_routes(&options, health_svc)?;
     let svc = TowerToHyperService::new(AuthLayer::new(options.token.clone()).layer(routes));
     let startup = tokio::spawn(startup_checks(
         health.clone(),
@@ -100,7 +107,10 @@ pub async fn serve(
     result
 }
 
-fn build_routes(options: &ExecutorOptions, health_svc: impl HealthService) -> Routes {
+fn build_routes(
+    options: &ExecutorOptions,
+    health_svc: impl HealthService,
+) -> Result<Routes, ServerError> {
     let max = options.limits.max_message_bytes;
     let info = InfoService::new(
         options.executor_id.clone(),
@@ -114,7 +124,7 @@ fn build_routes(options: &ExecutorOptions, health_svc: impl HealthService) -> Ro
         .build_v1()
         // The descriptor sets are generated at build time from our own protos; failing here is a build bug.
         .expect("embedded file descriptor sets are valid");
-    Routes::new(health_svc)
+    Ok(Routes::new(health_svc)
         .add_service(reflection)
         .add_service(
             pb::executor_server::ExecutorServer::new(info)
@@ -127,7 +137,13 @@ fn build_routes(options: &ExecutorOptions, health_svc: impl HealthService) -> Ro
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max),
         )
-        .prepare()
+        .add_service(
+            crate::http::HttpService::new(options.http.clone())?
+                .into_server()
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .prepare())
 }
 
 /// The health service type returned by `tonic_health`.
@@ -255,6 +271,7 @@ fn spawn_connection<I>(
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let svc = crate::http::WithConnectionId::new(svc);
     let conn = watcher.watch(http.serve_connection(TokioIo::new(io), svc));
     tokio::spawn(async move {
         if let Err(err) = conn.await {
