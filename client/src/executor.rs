@@ -59,6 +59,14 @@ impl Executor {
         .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
+    /// A generated `Http` service client carrying the bearer token (see [`crate::http`] for the
+    /// typed adapters).
+    pub fn http_client(&self) -> pb::http_client::HttpClient<Authed> {
+        pb::http_client::HttpClient::with_interceptor(self.channel.clone(), self.auth.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
     /// Version, platform, filesystem context, sandbox capabilities and limits of the executor.
     ///
     /// # Errors

@@ -13,6 +13,8 @@
 //! - [`target`]: target strings (`exec:`, `unix:`, `http://`, `https://`).
 //! - [`connect`](mod@connect): transports, the spawned `exec:` child, TLS, bearer tokens.
 //! - [`executor`]: [`Executor`], the connected handle with typed calls.
+//! - [`http`]: [`http::ExecutorHttpClient`], HTTP through the executor's network, with rmcp and
+//!   oauth2 adapters.
 //! - [`find_up`]: windowed client-side find-up over `GetMetadata`, same semantics as the RPC.
 //! - [`error`]: [`ClientError`], which tells transport failures from server answers.
 
@@ -21,6 +23,7 @@ pub mod connect;
 pub mod error;
 pub mod executor;
 pub mod find_up;
+pub mod http;
 pub mod target;
 
 pub use connect::{ConnectOptions, connect};

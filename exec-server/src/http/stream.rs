@@ -15,8 +15,9 @@ use super::error::HttpError;
 /// Frames buffered between the client's stream and the upstream request body.
 const BODY_CHANNEL: usize = 8;
 
-/// A reqwest body fed by the remaining frames of `inbound`. The pump task ends at `end_body`, at the
-/// client's half-close, or on a stream error (which fails the upstream request body).
+/// A reqwest body fed by the remaining frames of `inbound`. The pump task ends at `end_body`; a
+/// half-close before it or a stream error fails the upstream request body, so a truncated upload is
+/// never presented as complete.
 pub fn request_body(mut inbound: Streaming<pb::FetchRequest>) -> reqwest::Body {
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BODY_CHANNEL);
     tokio::spawn(async move {
@@ -37,6 +38,11 @@ pub fn request_body(mut inbound: Streaming<pb::FetchRequest>) -> reqwest::Body {
                 return;
             }
         }
+        let aborted = HttpError::Invalid {
+            field: "frame",
+            reason: "the request stream ended before end_body",
+        };
+        let _ = tx.send(Err(std::io::Error::other(aborted))).await;
     });
     reqwest::Body::wrap_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
