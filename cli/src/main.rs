@@ -1,7 +1,9 @@
 //! `outpost`: the executor (`serve`), the sandbox launcher (`sandbox`) and client commands
 //! (`info`, `fs`). Parses arguments, installs tracing on stderr, and calls the libraries.
 
+mod forward_cmd;
 mod fs_cmd;
+mod http_cmd;
 mod info_cmd;
 mod serve_cmd;
 mod target_args;
@@ -37,6 +39,10 @@ enum Command {
     /// Filesystem operations on the executor's host.
     #[command(subcommand)]
     Fs(fs_cmd::FsCommand),
+    /// Fetch a URL through the executor's network (curl-like; streams the body to stdout).
+    Http(http_cmd::HttpArgs),
+    /// Serve a local HTTP listener that forwards every request through the executor to a base URL.
+    Forward(forward_cmd::ForwardArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +67,8 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Info(args) => info_cmd::run(args).await,
             Command::Fs(cmd) => fs_cmd::run(cmd).await,
+            Command::Http(args) => http_cmd::run(args).await,
+            Command::Forward(args) => forward_cmd::run(args).await,
         }
     });
     // Blocking stdin readers (stdio transport) must not keep the process alive after we are done.
