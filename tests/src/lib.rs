@@ -10,12 +10,19 @@
 //! - [`ServeProcess`]: a real `outpost serve` child process, killed on drop.
 //! - [`bench`]: the sections of the `outpost-bench` binary.
 //! - [`delay_proxy`]: a TCP proxy that adds latency each way, since there is no netem here.
+//! - [`mcp_server`]: an rmcp streamable-HTTP MCP server (also the `outpost-test-mcp-server` binary).
+//! - [`oauth_server`]: an OAuth authorization server with a protected resource.
+//! - [`upstream`]: an HTTP server for proxy tests (redirects, SSE, big and slow bodies, close
+//!   detection) that records what it received.
 
 pub mod bench;
 pub mod delay_proxy;
 mod executor;
+pub mod mcp_server;
+pub mod oauth_server;
 mod serve_process;
 mod tls;
+pub mod upstream;
 
 pub use executor::{InProcessExecutor, TEST_TOKEN, Transport};
 pub use serve_process::{ServeProcess, free_port, nested_dirs};
