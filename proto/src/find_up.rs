@@ -86,6 +86,18 @@ pub enum ProbeOutcome<E> {
     Error(E),
 }
 
+impl ProbeOutcome<tonic::Status> {
+    /// Classifies the answer to a `GetMetadata` probe (sent with `follow_symlinks: true`) exactly as
+    /// the server classifies its own `stat`: `NOT_FOUND` is absent, any other status is an error.
+    pub fn from_metadata(answer: Result<pb::Metadata, tonic::Status>) -> Self {
+        match answer {
+            Ok(metadata) => Self::Found(metadata.kind().into()),
+            Err(status) if status.code() == tonic::Code::NotFound => Self::NotFound,
+            Err(status) => Self::Error(status),
+        }
+    }
+}
+
 /// Why a find-up request was rejected. Messages name the request field.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
@@ -826,6 +838,24 @@ mod tests {
                 got: 2
             })
         ));
+    }
+
+    #[test]
+    fn metadata_answers_classify_like_stat() {
+        let file = pb::Metadata {
+            kind: pb::FileKind::File.into(),
+            ..Default::default()
+        };
+        assert!(matches!(
+            ProbeOutcome::from_metadata(Ok(file)),
+            ProbeOutcome::Found(EntryKind::File)
+        ));
+        let missing = ProbeOutcome::from_metadata(Err(tonic::Status::not_found("gone")));
+        assert!(matches!(missing, ProbeOutcome::NotFound));
+        let denied = ProbeOutcome::from_metadata(Err(tonic::Status::permission_denied("no")));
+        assert!(
+            matches!(denied, ProbeOutcome::Error(s) if s.code() == tonic::Code::PermissionDenied)
+        );
     }
 
     #[test]
