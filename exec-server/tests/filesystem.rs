@@ -464,5 +464,8 @@ async fn server_windowed_and_sequential_agree_on_generated_trees() {
             Err(_) => seen.2 += 1,
         }
     }
-    assert!(seen.0 > 0 && seen.1 > 0 && seen.2 > 0, "hits, misses, failures: {seen:?}");
+    assert!(
+        seen.0 > 0 && seen.1 > 0 && seen.2 > 0,
+        "hits, misses, failures: {seen:?}"
+    );
 }
