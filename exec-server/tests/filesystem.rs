@@ -90,7 +90,7 @@ fn data(bytes: &[u8]) -> pb::WriteFileRequest {
 }
 
 #[tokio::test]
-async fn every_call_round_trips() {
+async fn create_write_read_and_stat() {
     let config = FsConfig {
         read_chunk_size: 1000,
         default_page_size: 3,
@@ -148,6 +148,21 @@ async fn every_call_round_trips() {
         (metadata.get_ref().kind(), metadata.get_ref().size),
         (pb::FileKind::File, 2500)
     );
+}
+
+#[tokio::test]
+async fn copy_rename_and_canonicalize() {
+    let config = FsConfig {
+        read_chunk_size: 1000,
+        default_page_size: 3,
+        ..FsConfig::default()
+    };
+    let mut h = start(config).await;
+    let c = &mut h.client;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::create_dir_all(root.join("d/e")).unwrap();
+    std::fs::write(root.join("d/e/f"), vec![1u8; 2500]).unwrap();
 
     let copy = root.join("d/copy");
     let copied = c
@@ -179,6 +194,22 @@ async fn every_call_round_trips() {
         PathBuf::from(&canonical.get_ref().path),
         std::fs::canonicalize(&renamed).unwrap()
     );
+}
+
+#[tokio::test]
+async fn paged_listing_and_remove() {
+    let config = FsConfig {
+        read_chunk_size: 1000,
+        default_page_size: 3,
+        ..FsConfig::default()
+    };
+    let mut h = start(config).await;
+    let c = &mut h.client;
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::create_dir_all(root.join("d/e")).unwrap();
+    std::fs::write(root.join("d/e/f"), vec![1u8; 2500]).unwrap();
+    std::fs::create_dir(root.join("d/renamed")).unwrap();
 
     for name in ["a", "b", "c", "x"] {
         std::fs::write(root.join("d").join(name), b"").unwrap();
@@ -229,60 +260,45 @@ async fn every_call_round_trips() {
     assert_eq!(gone.code(), Code::NotFound);
 }
 
+/// Asserts that a call failed with `code` and a message starting with `message`.
+fn check<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: Code, message: &str) {
+    let status = result.unwrap_err();
+    assert_eq!(status.code(), code, "{status:?}");
+    let text = status.message();
+    assert!(
+        text.starts_with(message),
+        "{text:?} should start with {message:?}"
+    );
+}
+
 #[tokio::test]
-async fn bad_inputs_name_the_field() {
+async fn bad_paths_name_the_field() {
     let mut h = start(FsConfig::default()).await;
     let c = &mut h.client;
     let long = format!("/{}", "a".repeat(4096));
-    let check = |result: Result<(), tonic::Status>, code: Code, message: &str| {
-        let status = result.unwrap_err();
-        assert_eq!(status.code(), code, "{status:?}");
-        assert!(
-            status.message().starts_with(message),
-            "{:?} should start with {message:?}",
-            status.message()
+    let cases = [
+        ("rel", "path: must be absolute"),
+        ("", "path: must not be empty"),
+        (long.as_str(), "path: must be at most 4096 bytes"),
+        ("/a\0b", "path: must not contain NUL"),
+    ];
+    for (path, message) in cases {
+        let request = pb::GetMetadataRequest {
+            path: path.to_owned(),
+            ..Default::default()
+        };
+        check(
+            c.get_metadata(request).await,
+            Code::InvalidArgument,
+            message,
         );
-    };
-    let md = |path: &str| pb::GetMetadataRequest {
-        path: path.to_owned(),
-        ..Default::default()
-    };
-    check(
-        c.get_metadata(md("rel")).await.map(drop),
-        Code::InvalidArgument,
-        "path: must be absolute",
-    );
-    check(
-        c.get_metadata(md("")).await.map(drop),
-        Code::InvalidArgument,
-        "path: must not be empty",
-    );
-    check(
-        c.get_metadata(md(&long)).await.map(drop),
-        Code::InvalidArgument,
-        "path: must be at most 4096 bytes",
-    );
-    check(
-        c.get_metadata(md("/a\0b")).await.map(drop),
-        Code::InvalidArgument,
-        "path: must not contain NUL",
-    );
-    let profiled = pb::GetMetadataRequest {
-        path: "/".to_owned(),
-        profile: ":workspace".to_owned(),
-        ..Default::default()
-    };
-    check(
-        c.get_metadata(profiled).await.map(drop),
-        Code::FailedPrecondition,
-        "profile: profile enforcement",
-    );
+    }
     let read = pb::ReadFileRequest {
         path: "x".to_owned(),
         ..Default::default()
     };
     check(
-        c.read_file(read).await.map(drop),
+        c.read_file(read).await,
         Code::InvalidArgument,
         "path: must be absolute",
     );
@@ -292,7 +308,7 @@ async fn bad_inputs_name_the_field() {
         ..Default::default()
     };
     check(
-        c.rename(rename).await.map(drop),
+        c.rename(rename).await,
         Code::InvalidArgument,
         "to: must be absolute",
     );
@@ -302,9 +318,34 @@ async fn bad_inputs_name_the_field() {
         ..Default::default()
     };
     check(
-        c.copy(copy).await.map(drop),
+        c.copy(copy).await,
         Code::InvalidArgument,
         "from: must be absolute",
+    );
+    let missing = pb::ReadFileRequest {
+        path: "/nonexistent/outpost".to_owned(),
+        ..Default::default()
+    };
+    check(
+        c.read_file(missing).await,
+        Code::NotFound,
+        "open /nonexistent/outpost",
+    );
+}
+
+#[tokio::test]
+async fn bad_fields_and_profiles_are_refused() {
+    let mut h = start(FsConfig::default()).await;
+    let c = &mut h.client;
+    let profiled = pb::GetMetadataRequest {
+        path: "/".to_owned(),
+        profile: ":workspace".to_owned(),
+        ..Default::default()
+    };
+    check(
+        c.get_metadata(profiled).await,
+        Code::FailedPrecondition,
+        "profile: profile enforcement",
     );
     let page = pb::ReadDirectoryRequest {
         path: "/".to_owned(),
@@ -312,7 +353,7 @@ async fn bad_inputs_name_the_field() {
         ..Default::default()
     };
     check(
-        c.read_directory(page).await.map(drop),
+        c.read_directory(page).await,
         Code::InvalidArgument,
         "page_token: malformed",
     );
@@ -322,7 +363,7 @@ async fn bad_inputs_name_the_field() {
         ..Default::default()
     };
     check(
-        c.find_up(find).await.map(drop),
+        c.find_up(find).await,
         Code::InvalidArgument,
         "markers[0]: must not contain '/'",
     );
@@ -331,24 +372,15 @@ async fn bad_inputs_name_the_field() {
         ..Default::default()
     };
     check(
-        c.find_up(find).await.map(drop),
+        c.find_up(find).await,
         Code::InvalidArgument,
         "markers: must name 1 to 16",
     );
     let only_data = stream::iter(vec![data(b"x")]);
     check(
-        c.write_file(only_data).await.map(drop),
+        c.write_file(only_data).await,
         Code::InvalidArgument,
         "frame: the first frame must be the header",
-    );
-    let missing = pb::ReadFileRequest {
-        path: "/nonexistent/outpost".to_owned(),
-        ..Default::default()
-    };
-    check(
-        c.read_file(missing).await.map(drop),
-        Code::NotFound,
-        "open /nonexistent/outpost",
     );
 }
 
