@@ -340,6 +340,24 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_of_another_search_is_refused_not_trusted() {
+        let other = spec("/a/much/longer/path", &["m1", "m2", "m3"]);
+        let foreign: Vec<Probe> = other.probes().collect();
+        let mut search = FindUpSearch::new(spec("/b", &["m"]));
+        for probe in &foreign {
+            let decision = search.consume::<()>(probe, ProbeOutcome::Found(EntryKind::File));
+            assert!(matches!(
+                decision,
+                Decision::Failed(FindUpFailure::OutOfOrder {
+                    expected: Some(0),
+                    ..
+                })
+            ));
+        }
+        assert_eq!(search.counters(), FindUpCounters::default());
+    }
+
+    #[test]
     fn result_converts_to_the_response() {
         let result = FindUpResult {
             hit: Some(FindUpHit {

@@ -122,8 +122,11 @@ pub enum Decision<E> {
 #[derive(Debug, Clone)]
 pub struct FindUpSearch {
     spec: FindUpSpec,
+    /// Generates the probes handed out by `next_probe`.
     issue: Cursor,
-    next_seq: Option<u32>,
+    /// Regenerates the same sequence to check, and trust only, what `consume` is given.
+    consumed: Cursor,
+    decided: bool,
     counters: FindUpCounters,
 }
 
@@ -133,7 +136,8 @@ impl FindUpSearch {
         Self {
             spec,
             issue: Cursor::default(),
-            next_seq: Some(0),
+            consumed: Cursor::default(),
+            decided: false,
             counters: FindUpCounters::default(),
         }
     }
@@ -145,7 +149,9 @@ impl FindUpSearch {
 
     /// The next probe to perform, or `None` when every probe has been issued or the search is decided.
     pub fn next_probe(&mut self) -> Option<Probe> {
-        self.next_seq?;
+        if self.decided {
+            return None;
+        }
         self.issue.next(&self.spec)
     }
 
@@ -154,15 +160,22 @@ impl FindUpSearch {
         self.counters
     }
 
-    /// Consumes the outcome of `probe`, which must be the oldest issued probe not consumed yet.
+    /// Consumes the outcome of `probe`, which must be the oldest issued probe not consumed yet;
+    /// anything else (including a probe of another search) is [`FindUpFailure::OutOfOrder`].
     pub fn consume<E>(&mut self, probe: &Probe, outcome: ProbeOutcome<E>) -> Decision<E> {
-        if self.next_seq != Some(probe.seq) {
+        let mut cursor = self.consumed;
+        let expected = if self.decided {
+            None
+        } else {
+            cursor.next(&self.spec)
+        };
+        if expected.as_ref() != Some(probe) {
             return Decision::Failed(FindUpFailure::OutOfOrder {
-                expected: self.next_seq,
+                expected: expected.map(|p| p.seq),
                 got: probe.seq,
             });
         }
-        self.next_seq = probe.seq.checked_add(1);
+        self.consumed = cursor;
         if probe.marker_index == 0 {
             self.counters.ancestors_visited += 1;
         }
@@ -176,7 +189,7 @@ impl FindUpSearch {
                     false
                 }
                 ErrorPolicy::Propagate => {
-                    self.next_seq = None;
+                    self.decided = true;
                     return Decision::Failed(FindUpFailure::Probe {
                         path: probe.path.clone(),
                         error,
@@ -186,7 +199,8 @@ impl FindUpSearch {
             },
         };
         if matched {
-            self.next_seq = None;
+            self.decided = true;
+            // `probe` equals the regenerated one, so its indices are in range.
             let hit = FindUpHit {
                 root: self.spec.cwd[..probe.dir_end].to_owned(),
                 marker: self.spec.markers[probe.marker_index].clone(),
@@ -194,7 +208,7 @@ impl FindUpSearch {
             return Decision::Done(self.result(Some(hit)));
         }
         if probe.last {
-            self.next_seq = None;
+            self.decided = true;
             return Decision::Done(self.result(None));
         }
         Decision::Continue
