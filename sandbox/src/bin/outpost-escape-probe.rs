@@ -13,7 +13,7 @@ fn c(s: &str) -> CString {
 
 fn num(s: &str) -> i64 {
     if let Some(hex) = s.strip_prefix("0x") {
-        i64::from_str_radix(hex, 16).expect("hex number")
+        u64::from_str_radix(hex, 16).expect("hex number").cast_signed()
     } else {
         s.parse().expect("number")
     }
