@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 mod sandbox_cmd;
 
 #[derive(Debug, Parser)]
-#[command(name = "outpost", version, about = "Remote exec-server and sandbox launcher")]
+#[command(
+    name = "outpost",
+    version,
+    about = "Remote exec-server and sandbox launcher"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,

@@ -64,7 +64,11 @@ pub(crate) struct SandboxArgs {
     #[arg(long, requires = "sandbox_state_json")]
     sandbox_state_disable_network: bool,
     /// The command and its arguments (after `--`).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     command: Vec<OsString>,
 }
 
@@ -99,7 +103,9 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
         };
     }
     let Some((program, rest)) = args.command.split_first() else {
-        bail!("no command given: pass the command after `--`, for example `outpost sandbox -P :workspace -- make`");
+        bail!(
+            "no command given: pass the command after `--`, for example `outpost sandbox -P :workspace -- make`"
+        );
     };
     let launch = PreparedLaunch::prepare(&policy, &caps, &opts, std::env::vars_os())
         .context("cannot prepare the sandbox")?;
@@ -142,7 +148,11 @@ fn profile_policy(args: &SandboxArgs) -> anyhow::Result<ResolvedPolicy> {
     } else {
         None
     };
-    Ok(resolve(&profile, &FsContext::for_cwd(cwd), managed.as_ref())?)
+    Ok(resolve(
+        &profile,
+        &FsContext::for_cwd(cwd),
+        managed.as_ref(),
+    )?)
 }
 
 fn state_policy(args: &SandboxArgs, json: &str) -> anyhow::Result<ResolvedPolicy> {
@@ -160,7 +170,10 @@ fn state_policy(args: &SandboxArgs, json: &str) -> anyhow::Result<ResolvedPolicy
     )?;
     for root in &args.sandbox_state_readable_root {
         if !root.is_absolute() {
-            bail!("--sandbox-state-readable-root {} must be absolute", root.display());
+            bail!(
+                "--sandbox-state-readable-root {} must be absolute",
+                root.display()
+            );
         }
         policy.readable.push(root.clone());
     }

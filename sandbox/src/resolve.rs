@@ -147,10 +147,8 @@ pub fn resolve(
         cwd: ctx.cwd.clone(),
         warnings: Vec::new(),
     };
-    if let Some(m) = managed {
-        if m.force_network_restricted {
-            policy.network = NetworkPolicy::Restricted;
-        }
+    if managed.is_some_and(|m| m.force_network_restricted) {
+        policy.network = NetworkPolicy::Restricted;
     }
     let FsPolicy::Restricted(entries) = &profile.fs else {
         return Ok(policy);
@@ -193,10 +191,10 @@ fn expand(
         SpecialPath::Tmpdir => vec![ctx.tmp.clone()],
         SpecialPath::SlashTmp => vec![PathBuf::from("/tmp")],
         SpecialPath::ProjectRoots { subpath } => {
-            if let Some(sub) = subpath {
-                if !sub.components().all(|c| matches!(c, Component::Normal(_))) {
-                    return Err(ResolveError::Subpath(sub.clone()));
-                }
+            if let Some(sub) = subpath
+                && !sub.components().all(|c| matches!(c, Component::Normal(_)))
+            {
+                return Err(ResolveError::Subpath(sub.clone()));
             }
             ctx.workspace_roots
                 .iter()

@@ -164,8 +164,11 @@ pub(crate) fn build(network_restricted: bool) -> Result<SeccompPrograms, Seccomp
 /// architecture check. Relative jumps inside seccompiler's code never cross this point, and the arch
 /// check's "matched" jump lands exactly on the inserted load.
 fn splice_x32_guard(program: &mut BpfProgram) {
-    const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+    // BPF_LD | BPF_W | BPF_ABS (0x00 | 0x00 | 0x20).
+    const BPF_LD_W_ABS: u16 = 0x20;
+    // BPF_JMP | BPF_JGE | BPF_K.
     const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
+    // BPF_RET | BPF_K.
     const BPF_RET_K: u16 = 0x06;
     let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS.unsigned_abs();
     let guard = [

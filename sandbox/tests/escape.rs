@@ -23,7 +23,11 @@ macro_rules! escape {
             assert!(
                 allowed.contains(&code),
                 "{} under {}: expected errno in {:?}, got exit {} ({})",
-                stringify!($name), $profile, allowed, code, stdout.trim()
+                stringify!($name),
+                $profile,
+                allowed,
+                code,
+                stdout.trim()
             );
             assert_secret_intact(&$d);
         }
@@ -34,40 +38,170 @@ const WS: &str = ":workspace";
 const RO: &str = ":read-only";
 
 // Writes outside the writable roots.
-escape!(write_new_file_outside, WS, |d| ["write", &d.out("new")], [EROFS, EACCES]);
-escape!(overwrite_file_outside, WS, |d| ["write", &d.out("secret.txt")], [EROFS, EACCES]);
-escape!(truncate_file_outside, WS, |d| ["truncate", &d.out("secret.txt")], [EROFS, EACCES]);
-escape!(unlink_file_outside, WS, |d| ["unlink", &d.out("secret.txt")], [EROFS, EACCES]);
-escape!(mkdir_outside, WS, |d| ["mkdir", &d.out("dir")], [EROFS, EACCES]);
-escape!(write_etc, WS, |_d| ["write", "/etc/outpost-escape-test"], [EROFS, EACCES]);
-escape!(write_via_proc_self_root, WS, |d| ["write", &format!("/proc/self/root{}", d.out("secret.txt"))], [EROFS, EACCES]);
-escape!(read_only_write_in_workspace, RO, |d| ["write", &d.ws("new.txt")], [EROFS, EACCES]);
-escape!(read_only_truncate_workspace_file, RO, |d| ["truncate", &d.ws("file.txt")], [EROFS, EACCES]);
-escape!(read_only_write_slash_tmp, RO, |_d| ["write", "/tmp/outpost-escape-ro"], [EROFS, EACCES]);
+escape!(
+    write_new_file_outside,
+    WS,
+    |d| ["write", &d.out("new")],
+    [EROFS, EACCES]
+);
+escape!(
+    overwrite_file_outside,
+    WS,
+    |d| ["write", &d.out("secret.txt")],
+    [EROFS, EACCES]
+);
+escape!(
+    truncate_file_outside,
+    WS,
+    |d| ["truncate", &d.out("secret.txt")],
+    [EROFS, EACCES]
+);
+escape!(
+    unlink_file_outside,
+    WS,
+    |d| ["unlink", &d.out("secret.txt")],
+    [EROFS, EACCES]
+);
+escape!(
+    mkdir_outside,
+    WS,
+    |d| ["mkdir", &d.out("dir")],
+    [EROFS, EACCES]
+);
+escape!(
+    write_etc,
+    WS,
+    |_d| ["write", "/etc/outpost-escape-test"],
+    [EROFS, EACCES]
+);
+escape!(
+    write_via_proc_self_root,
+    WS,
+    |d| ["write", &format!("/proc/self/root{}", d.out("secret.txt"))],
+    [EROFS, EACCES]
+);
+escape!(
+    read_only_write_in_workspace,
+    RO,
+    |d| ["write", &d.ws("new.txt")],
+    [EROFS, EACCES]
+);
+escape!(
+    read_only_truncate_workspace_file,
+    RO,
+    |d| ["truncate", &d.ws("file.txt")],
+    [EROFS, EACCES]
+);
+escape!(
+    read_only_write_slash_tmp,
+    RO,
+    |_d| ["write", "/tmp/outpost-escape-ro"],
+    [EROFS, EACCES]
+);
 
 // Moving and linking across roots.
-escape!(rename_workspace_file_out, WS, |d| ["rename", &d.ws("file.txt"), &d.out("moved")], [EXDEV, EROFS, EACCES]);
-escape!(rename_outside_file_in, WS, |d| ["rename", &d.out("secret.txt"), &d.ws("stolen")], [EXDEV, EROFS, EACCES]);
-escape!(hardlink_outside_file_in, WS, |d| ["link", &d.out("secret.txt"), &d.ws("hl")], [EXDEV, EROFS, EACCES, EPERM]);
-escape!(symlink_outside_from_outside, WS, |d| ["symlink", "/etc/passwd", &d.out("sl")], [EROFS, EACCES]);
+escape!(
+    rename_workspace_file_out,
+    WS,
+    |d| ["rename", &d.ws("file.txt"), &d.out("moved")],
+    [EXDEV, EROFS, EACCES]
+);
+escape!(
+    rename_outside_file_in,
+    WS,
+    |d| ["rename", &d.out("secret.txt"), &d.ws("stolen")],
+    [EXDEV, EROFS, EACCES]
+);
+escape!(
+    hardlink_outside_file_in,
+    WS,
+    |d| ["link", &d.out("secret.txt"), &d.ws("hl")],
+    [EXDEV, EROFS, EACCES, EPERM]
+);
+escape!(
+    symlink_outside_from_outside,
+    WS,
+    |d| ["symlink", "/etc/passwd", &d.out("sl")],
+    [EROFS, EACCES]
+);
 
 // Protected subpaths inside the workspace.
-escape!(git_hook_write, WS, |d| ["write", &d.ws(".git/hooks/pre-commit")], [EROFS, EACCES]);
-escape!(git_config_truncate, WS, |d| ["truncate", &d.ws(".git/config")], [EROFS, EACCES]);
-escape!(git_config_overwrite, WS, |d| ["write", &d.ws(".git/config")], [EROFS, EACCES]);
-escape!(git_rename_away, WS, |d| ["rename", &d.ws(".git"), &d.ws("git-moved")], [EBUSY, EROFS, EACCES]);
-escape!(git_head_unlink, WS, |d| ["unlink", &d.ws(".git/HEAD")], [EROFS, EACCES]);
-escape!(git_unmount_protection, WS, |d| ["umount", &d.ws(".git")], [EPERM]);
+escape!(
+    git_hook_write,
+    WS,
+    |d| ["write", &d.ws(".git/hooks/pre-commit")],
+    [EROFS, EACCES]
+);
+escape!(
+    git_config_truncate,
+    WS,
+    |d| ["truncate", &d.ws(".git/config")],
+    [EROFS, EACCES]
+);
+escape!(
+    git_config_overwrite,
+    WS,
+    |d| ["write", &d.ws(".git/config")],
+    [EROFS, EACCES]
+);
+escape!(
+    git_rename_away,
+    WS,
+    |d| ["rename", &d.ws(".git"), &d.ws("git-moved")],
+    [EBUSY, EROFS, EACCES]
+);
+escape!(
+    git_head_unlink,
+    WS,
+    |d| ["unlink", &d.ws(".git/HEAD")],
+    [EROFS, EACCES]
+);
+escape!(
+    git_unmount_protection,
+    WS,
+    |d| ["umount", &d.ws(".git")],
+    [EPERM]
+);
 
 // Metadata changes Landlock does not cover (blocked by the read-only system mounts).
-escape!(chmod_outside, WS, |d| ["chmod", &d.out("secret.txt")], [EROFS, EPERM]);
-escape!(chown_outside, WS, |d| ["chown", &d.out("secret.txt")], [EROFS, EPERM]);
-escape!(setxattr_outside, WS, |d| ["setxattr", &d.out("secret.txt")], [EROFS, EPERM]);
-escape!(utimes_outside, WS, |d| ["utimes", &d.out("secret.txt")], [EROFS, EPERM, EACCES]);
+escape!(
+    chmod_outside,
+    WS,
+    |d| ["chmod", &d.out("secret.txt")],
+    [EROFS, EPERM]
+);
+escape!(
+    chown_outside,
+    WS,
+    |d| ["chown", &d.out("secret.txt")],
+    [EROFS, EPERM]
+);
+escape!(
+    setxattr_outside,
+    WS,
+    |d| ["setxattr", &d.out("secret.txt")],
+    [EROFS, EPERM]
+);
+escape!(
+    utimes_outside,
+    WS,
+    |d| ["utimes", &d.out("secret.txt")],
+    [EROFS, EPERM, EACCES]
+);
 
 // Device nodes and identity.
-escape!(mknod_char_device_in_workspace, WS, |d| ["mknod-char", &d.ws("null2")], [EPERM]);
-escape!(mkfifo_outside, WS, |d| ["mkfifo", &d.out("fifo")], [EROFS, EACCES]);
+escape!(
+    mknod_char_device_in_workspace,
+    WS,
+    |d| ["mknod-char", &d.ws("null2")],
+    [EPERM]
+);
+escape!(
+    mkfifo_outside,
+    WS,
+    |d| ["mkfifo", &d.out("fifo")],
+    [EROFS, EACCES]
+);
 escape!(setuid_other_user, WS, |_d| ["setuid"], [EPERM]);
 escape!(setgid_other_group, WS, |_d| ["setgid"], [EPERM]);
 
@@ -78,8 +212,18 @@ escape!(socket_inet6, WS, |_d| ["socket", "10", "1"], [EPERM]);
 escape!(socket_netlink, WS, |_d| ["socket", "16", "3"], [EPERM]);
 escape!(socket_packet, WS, |_d| ["socket", "17", "3"], [EPERM]);
 escape!(socket_vsock, WS, |_d| ["socket", "40", "1"], [EPERM]);
-escape!(socket_inet_high_bits, WS, |_d| ["socket", "0x100000002", "1"], [EPERM]);
-escape!(socket_inet6_high_bits, RO, |_d| ["socket", "0xffffffff0000000a", "1"], [EPERM]);
+escape!(
+    socket_inet_high_bits,
+    WS,
+    |_d| ["socket", "0x100000002", "1"],
+    [EPERM]
+);
+escape!(
+    socket_inet6_high_bits,
+    RO,
+    |_d| ["socket", "0xffffffff0000000a", "1"],
+    [EPERM]
+);
 escape!(socketpair_inet, WS, |_d| ["socketpair", "2"], [EPERM]);
 
 // Kernel attack surface and namespace escapes.
@@ -88,11 +232,26 @@ escape!(bpf, WS, |_d| ["bpf"], [EPERM]);
 escape!(userfaultfd, WS, |_d| ["userfaultfd"], [EPERM]);
 escape!(perf_event_open, RO, |_d| ["perf_event_open"], [EPERM]);
 escape!(clone3_is_enosys, WS, |_d| ["clone3"], [ENOSYS]);
-escape!(clone_new_user_namespace, WS, |_d| ["clone-newuser"], [EPERM]);
+escape!(
+    clone_new_user_namespace,
+    WS,
+    |_d| ["clone-newuser"],
+    [EPERM]
+);
 escape!(unshare_user_namespace, WS, |_d| ["unshare-user"], [EPERM]);
-escape!(unshare_user_namespace_then_mount, RO, |_d| ["unshare-user-mount"], [EPERM]);
+escape!(
+    unshare_user_namespace_then_mount,
+    RO,
+    |_d| ["unshare-user-mount"],
+    [EPERM]
+);
 escape!(unshare_mount_namespace, WS, |_d| ["unshare-mount"], [EPERM]);
-escape!(mount_tmpfs_over_workspace, WS, |d| ["mount", &d.ws("")], [EPERM]);
+escape!(
+    mount_tmpfs_over_workspace,
+    WS,
+    |d| ["mount", &d.ws("")],
+    [EPERM]
+);
 escape!(chroot, WS, |_d| ["chroot", "/tmp"], [EPERM]);
 escape!(setns_into_init, WS, |_d| ["setns"], [EPERM]);
 escape!(keyctl, WS, |_d| ["keyctl"], [EPERM]);
@@ -116,7 +275,11 @@ fn sibling_attack(name: &str, profile: &str, op: &str, extra: &[&str], allowed: 
     let mut args = vec![op, pid.as_str()];
     args.extend_from_slice(extra);
     let (code, stdout) = probe_in(profile, &dirs, &args);
-    assert!(allowed.contains(&code), "{name}: expected {allowed:?}, got {code} ({})", stdout.trim());
+    assert!(
+        allowed.contains(&code),
+        "{name}: expected {allowed:?}, got {code} ({})",
+        stdout.trim()
+    );
     assert!(sibling.alive(), "{name}: the sibling died");
 }
 
@@ -127,12 +290,24 @@ fn ptrace_attach_sibling() {
 
 #[test]
 fn process_vm_readv_sibling() {
-    sibling_attack("process_vm_readv_sibling", WS, "process_vm_readv", &[], &[EPERM]);
+    sibling_attack(
+        "process_vm_readv_sibling",
+        WS,
+        "process_vm_readv",
+        &[],
+        &[EPERM],
+    );
 }
 
 #[test]
 fn proc_mem_write_sibling() {
-    sibling_attack("proc_mem_write_sibling", RO, "proc-mem-write", &[], &[EROFS, EACCES, EPERM]);
+    sibling_attack(
+        "proc_mem_write_sibling",
+        RO,
+        "proc-mem-write",
+        &[],
+        &[EROFS, EACCES, EPERM],
+    );
 }
 
 #[test]
@@ -147,8 +322,10 @@ fn abstract_unix_socket_outside() {
         return;
     }
     let name = format!("outpost-escape-{}", std::process::id());
-    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract addr");
-    let _listener = std::os::unix::net::UnixListener::bind_addr(&addr).expect("bind abstract socket");
+    let addr =
+        std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract addr");
+    let _listener =
+        std::os::unix::net::UnixListener::bind_addr(&addr).expect("bind abstract socket");
     let dirs = Dirs::new();
     let (code, stdout) = probe_in(WS, &dirs, &["abstract-connect", &name]);
     assert_eq!(code, EPERM, "abstract connect: {}", stdout.trim());
@@ -160,7 +337,11 @@ fn tcp_connect_to_local_listener() {
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind tcp");
-    let port = listener.local_addr().expect("local addr").port().to_string();
+    let port = listener
+        .local_addr()
+        .expect("local addr")
+        .port()
+        .to_string();
     let dirs = Dirs::new();
     let (code, stdout) = probe_in(WS, &dirs, &["tcp-connect", &port]);
     assert_eq!(code, EPERM, "tcp connect: {}", stdout.trim());
@@ -172,11 +353,18 @@ fn capabilities_are_all_dropped() {
         return;
     }
     let dirs = Dirs::new();
-    let out = sh_in(WS, &dirs, "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status");
+    let out = sh_in(
+        WS,
+        &dirs,
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status",
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 5, "{text}");
     for line in text.lines() {
-        assert!(line.ends_with("0000000000000000"), "capability left: {line}");
+        assert!(
+            line.ends_with("0000000000000000"),
+            "capability left: {line}"
+        );
     }
 }
 
@@ -191,13 +379,22 @@ fn secrets_do_not_leak_into_environment() {
         ("PATH".into(), "/usr/bin:/bin".into()),
         ("GITHUB_TOKEN".into(), "ghp_leak".into()),
         ("AWS_SECRET_ACCESS_KEY".into(), "leak".into()),
-        ("CODEX_PERMISSION_PROFILE".into(), ":danger-full-access".into()),
+        (
+            "CODEX_PERMISSION_PROFILE".into(),
+            ":danger-full-access".into(),
+        ),
     ];
     let out = run_policy(&policy, env, "/usr/bin/env", &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("leak"), "secret leaked: {text}");
-    assert!(text.contains("CODEX_PERMISSION_PROFILE=:workspace\n"), "{text}");
-    assert!(text.contains("CODEX_SANDBOX_NETWORK_DISABLED=1\n"), "{text}");
+    assert!(
+        text.contains("CODEX_PERMISSION_PROFILE=:workspace\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("CODEX_SANDBOX_NETWORK_DISABLED=1\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -221,9 +418,14 @@ fn failing_child_setup_fails_the_spawn() {
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.args(["-c", &format!("touch {marker}")]);
     launch.apply(&mut cmd);
-    let err = cmd.spawn().expect_err("spawn must fail when the child set-up fails");
+    let err = cmd
+        .spawn()
+        .expect_err("spawn must fail when the child set-up fails");
     assert_eq!(err.raw_os_error(), Some(EPERM), "{err}");
-    assert!(!std::path::Path::new(&marker).exists(), "the command ran despite the failed set-up");
+    assert!(
+        !std::path::Path::new(&marker).exists(),
+        "the command ran despite the failed set-up"
+    );
 }
 
 #[test]
@@ -232,9 +434,16 @@ fn shell_write_outside_fails_with_message() {
         return;
     }
     let dirs = Dirs::new();
-    let out = sh_in(WS, &dirs, &format!("echo pwned > {}", dirs.out("secret.txt")));
+    let out = sh_in(
+        WS,
+        &dirs,
+        &format!("echo pwned > {}", dirs.out("secret.txt")),
+    );
     assert_ne!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("Read-only file system") || stderr.contains("Permission denied"), "{stderr}");
+    assert!(
+        stderr.contains("Read-only file system") || stderr.contains("Permission denied"),
+        "{stderr}"
+    );
     assert_secret_intact(&dirs);
 }

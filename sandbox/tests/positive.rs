@@ -24,9 +24,13 @@ fn workspace_writes_succeed() {
         return;
     }
     let d = Dirs::new();
-    let out = sh_in(":workspace", &d, "set -e; echo hi > a.txt; mkdir -p sub/dir; mv a.txt sub/dir/b.txt; \
+    let out = sh_in(
+        ":workspace",
+        &d,
+        "set -e; echo hi > a.txt; mkdir -p sub/dir; mv a.txt sub/dir/b.txt; \
         ln -s sub/dir/b.txt link; cat link; rm -r sub; mkfifo fifo; chmod +x file.txt; echo t > \"$TMPDIR/x\" 2>/dev/null || true; \
-        echo scratch > /tmp/outpost-positive-$$ && rm /tmp/outpost-positive-$$; cat .git/config > /dev/null");
+        echo scratch > /tmp/outpost-positive-$$ && rm /tmp/outpost-positive-$$; cat .git/config > /dev/null",
+    );
     ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
 }
@@ -38,8 +42,12 @@ fn system_reads_succeed() {
     }
     let d = Dirs::new();
     for profile in [":workspace", ":read-only"] {
-        let out = sh_in(profile, &d, "set -e; head -c 1 /etc/passwd >/dev/null; ls /usr/bin >/dev/null; \
-            cat /proc/self/status >/dev/null; head -c 8 /dev/urandom | wc -c; cat file.txt");
+        let out = sh_in(
+            profile,
+            &d,
+            "set -e; head -c 1 /etc/passwd >/dev/null; ls /usr/bin >/dev/null; \
+            cat /proc/self/status >/dev/null; head -c 8 /dev/urandom | wc -c; cat file.txt",
+        );
         ok(&out);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "8\nworkspace\n");
     }
@@ -55,9 +63,16 @@ fn compile_and_run_c_program() {
         return;
     }
     let d = Dirs::new();
-    std::fs::write(d.ws.path().join("main.c"), "#include <stdio.h>\nint main(void){puts(\"built\");return 3;}\n")
-        .expect("write main.c");
-    std::fs::write(d.ws.path().join("Makefile"), "app: main.c\n\tcc -O1 -o app main.c\n").expect("write Makefile");
+    std::fs::write(
+        d.ws.path().join("main.c"),
+        "#include <stdio.h>\nint main(void){puts(\"built\");return 3;}\n",
+    )
+    .expect("write main.c");
+    std::fs::write(
+        d.ws.path().join("Makefile"),
+        "app: main.c\n\tcc -O1 -o app main.c\n",
+    )
+    .expect("write Makefile");
     let out = sh_in(":workspace", &d, "make -s app && ./app; echo rc=$?");
     ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "built\nrc=3\n");
@@ -69,7 +84,12 @@ fn unix_sockets_and_device_sinks_work() {
         return;
     }
     let d = Dirs::new();
-    for args in [&["socket", "1", "1"][..], &["socketpair", "1"], &["write", "/dev/null"], &["read", "/dev/zero"]] {
+    for args in [
+        &["socket", "1", "1"][..],
+        &["socketpair", "1"],
+        &["write", "/dev/null"],
+        &["read", "/dev/zero"],
+    ] {
         let (code, stdout) = probe_in(":workspace", &d, args);
         assert_eq!(code, 0, "{args:?}: {}", stdout.trim());
     }
@@ -81,7 +101,11 @@ fn exit_code_and_profile_variable() {
         return;
     }
     let d = Dirs::new();
-    let out = sh_in(":read-only", &d, "echo \"$CODEX_PERMISSION_PROFILE\"; exit 7");
+    let out = sh_in(
+        ":read-only",
+        &d,
+        "echo \"$CODEX_PERMISSION_PROFILE\"; exit 7",
+    );
     assert_eq!(out.status.code(), Some(7));
     assert_eq!(String::from_utf8_lossy(&out.stdout), ":read-only\n");
 }
@@ -109,22 +133,41 @@ fn deny_entries_hide_paths() {
     let profile = named(
         vec![
             entry(FsPath::Special(SpecialPath::Root), Access::Read),
-            entry(FsPath::Special(SpecialPath::ProjectRoots { subpath: None }), Access::Write),
+            entry(
+                FsPath::Special(SpecialPath::ProjectRoots { subpath: None }),
+                Access::Write,
+            ),
             entry(FsPath::Plain(d.outside.path().join("hidden")), Access::Deny),
-            entry(FsPath::Plain(d.outside.path().join("secret.txt")), Access::Deny),
+            entry(
+                FsPath::Plain(d.outside.path().join("secret.txt")),
+                Access::Deny,
+            ),
         ],
         NetworkPolicy::Restricted,
     );
     let policy = d.policy(&profile);
     let run = |args: &[&str]| run_policy(&policy, vec![], probe(), args);
     let out = run(&["read", &d.out("hidden/key")]);
-    assert_eq!(out.status.code(), Some(EACCES), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(EACCES),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = run(&["readdir", &d.out("hidden")]);
-    assert_eq!(out.status.code(), Some(EACCES), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(EACCES),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = run_policy(&policy, vec![], "/bin/cat", &[&d.out("secret.txt")]);
     assert!(out.stdout.is_empty(), "denied file content leaked");
     let out = run_policy(&policy, vec![], "/usr/bin/env", &[]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "CODEX_PERMISSION_PROFILE=custom\nCODEX_SANDBOX_NETWORK_DISABLED=1\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "CODEX_PERMISSION_PROFILE=custom\nCODEX_SANDBOX_NETWORK_DISABLED=1\n"
+    );
 }
 
 #[test]
@@ -135,9 +178,22 @@ fn network_enabled_profile_allows_inet() {
     let d = Dirs::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port().to_string();
-    let profile = named(vec![entry(FsPath::Special(SpecialPath::Root), Access::Read)], NetworkPolicy::Enabled);
-    let out = run_policy(&d.policy(&profile), vec![], probe(), &["tcp-connect", &port]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let profile = named(
+        vec![entry(FsPath::Special(SpecialPath::Root), Access::Read)],
+        NetworkPolicy::Enabled,
+    );
+    let out = run_policy(
+        &d.policy(&profile),
+        vec![],
+        probe(),
+        &["tcp-connect", &port],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // The rest of the deny-list still applies with the network enabled.
     let out = run_policy(&d.policy(&profile), vec![], probe(), &["io_uring_setup"]);
     assert_eq!(out.status.code(), Some(EPERM));

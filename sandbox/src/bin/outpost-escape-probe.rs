@@ -13,7 +13,9 @@ fn c(s: &str) -> CString {
 
 fn num(s: &str) -> i64 {
     if let Some(hex) = s.strip_prefix("0x") {
-        u64::from_str_radix(hex, 16).expect("hex number").cast_signed()
+        u64::from_str_radix(hex, 16)
+            .expect("hex number")
+            .cast_signed()
     } else {
         s.parse().expect("number")
     }
@@ -23,21 +25,35 @@ fn num(s: &str) -> i64 {
 #[allow(clippy::too_many_lines)]
 fn attempt(op: &str, a: &[String]) -> i64 {
     let arg = |i: usize| a.get(i).map_or("", String::as_str);
-    // SAFETY (whole block): each arm makes one syscall with arguments built right here; buffers live
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live
     // until the call returns. This binary exists to make dangerous calls and report the result.
     unsafe {
         let r: libc::c_long = match op {
             "write" => {
                 let fd = libc::open(c(arg(0)).as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
-                if fd < 0 { -1 } else { libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long }
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
+                }
             }
             "truncate" => libc::truncate(c(arg(0)).as_ptr(), 0).into(),
             "read" => {
                 let fd = libc::open(c(arg(0)).as_ptr(), libc::O_RDONLY);
                 let mut buf = [0u8; 16];
-                if fd < 0 { -1 } else { libc::read(fd, buf.as_mut_ptr().cast(), 16) as libc::c_long }
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::read(fd, buf.as_mut_ptr().cast(), 16) as libc::c_long
+                }
             }
-            "readdir" => libc::opendir(c(arg(0)).as_ptr()).is_null().then_some(-1).unwrap_or(0),
+            "readdir" => {
+                if libc::opendir(c(arg(0)).as_ptr()).is_null() {
+                    -1
+                } else {
+                    0
+                }
+            }
             "unlink" => libc::unlink(c(arg(0)).as_ptr()).into(),
             "rmdir" => libc::rmdir(c(arg(0)).as_ptr()).into(),
             "mkdir" => libc::mkdir(c(arg(0)).as_ptr(), 0o755).into(),
@@ -46,27 +62,54 @@ fn attempt(op: &str, a: &[String]) -> i64 {
             "symlink" => libc::symlink(c(arg(0)).as_ptr(), c(arg(1)).as_ptr()).into(),
             "chmod" => libc::chmod(c(arg(0)).as_ptr(), 0o777).into(),
             "chown" => libc::chown(c(arg(0)).as_ptr(), 1000, 1000).into(),
-            "setxattr" => libc::setxattr(c(arg(0)).as_ptr(), c"user.x".as_ptr(), b"1".as_ptr().cast(), 1, 0).into(),
+            "setxattr" => libc::setxattr(
+                c(arg(0)).as_ptr(),
+                c"user.x".as_ptr(),
+                b"1".as_ptr().cast(),
+                1,
+                0,
+            )
+            .into(),
             "utimes" => libc::utimes(c(arg(0)).as_ptr(), std::ptr::null()).into(),
-            "mknod-char" => libc::mknod(c(arg(0)).as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)).into(),
+            "mknod-char" => libc::mknod(
+                c(arg(0)).as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(1, 3),
+            )
+            .into(),
             "mkfifo" => libc::mkfifo(c(arg(0)).as_ptr(), 0o644).into(),
             "setuid" => libc::setresuid(1000, 1000, 1000).into(),
             "setgid" => libc::setresgid(1000, 1000, 1000).into(),
             "socket" => libc::syscall(libc::SYS_socket, num(arg(0)), num(arg(1)), 0),
             "socketpair" => {
                 let mut fds = [0i32; 2];
-                libc::syscall(libc::SYS_socketpair, num(arg(0)), libc::SOCK_STREAM, 0, fds.as_mut_ptr())
+                libc::syscall(
+                    libc::SYS_socketpair,
+                    num(arg(0)),
+                    libc::SOCK_STREAM,
+                    0,
+                    fds.as_mut_ptr(),
+                )
             }
             "tcp-connect" => {
                 let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-                if fd < 0 { -1 } else {
+                if fd < 0 {
+                    -1
+                } else {
                     let addr = libc::sockaddr_in {
                         sin_family: libc::AF_INET as libc::sa_family_t,
                         sin_port: (num(arg(0)) as u16).to_be(),
-                        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+                        sin_addr: libc::in_addr {
+                            s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+                        },
                         sin_zero: [0; 8],
                     };
-                    libc::connect(fd, (&raw const addr).cast(), size_of::<libc::sockaddr_in>() as u32).into()
+                    libc::connect(
+                        fd,
+                        (&raw const addr).cast(),
+                        size_of::<libc::sockaddr_in>() as u32,
+                    )
+                    .into()
                 }
             }
             "abstract-connect" => {
@@ -78,7 +121,11 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                     addr.sun_path[i + 1] = *b as libc::c_char;
                 }
                 let len = (size_of::<libc::sa_family_t>() + 1 + name.len()) as u32;
-                if fd < 0 { -1 } else { libc::connect(fd, (&raw const addr).cast(), len).into() }
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::connect(fd, (&raw const addr).cast(), len).into()
+                }
             }
             "io_uring_setup" => {
                 let mut params = [0u8; 120];
@@ -98,9 +145,16 @@ fn attempt(op: &str, a: &[String]) -> i64 {
             "ptrace-traceme" => libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0),
             "process_vm_readv" => {
                 let mut buf = [0u8; 8];
-                let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: 8 };
-                let remote = libc::iovec { iov_base: 0x1000 as *mut libc::c_void, iov_len: 8 };
-                libc::process_vm_readv(num(arg(0)) as libc::pid_t, &local, 1, &remote, 1, 0) as libc::c_long
+                let local = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: 8,
+                };
+                let remote = libc::iovec {
+                    iov_base: 0x1000 as *mut libc::c_void,
+                    iov_len: 8,
+                };
+                libc::process_vm_readv(num(arg(0)) as libc::pid_t, &local, 1, &remote, 1, 0)
+                    as libc::c_long
             }
             "proc-mem-write" => {
                 let fd = libc::open(c(&format!("/proc/{}/mem", arg(0))).as_ptr(), libc::O_RDWR);
@@ -114,18 +168,43 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 libc::syscall(libc::SYS_clone3, args.as_mut_ptr(), 88)
             }
             "clone-newuser" => {
-                let r = libc::syscall(libc::SYS_clone, libc::CLONE_NEWUSER | libc::SIGCHLD, 0, 0, 0, 0);
-                if r == 0 { libc::_exit(0) }
+                let r = libc::syscall(
+                    libc::SYS_clone,
+                    libc::CLONE_NEWUSER | libc::SIGCHLD,
+                    0,
+                    0,
+                    0,
+                    0,
+                );
+                if r == 0 {
+                    libc::_exit(0)
+                }
                 r
             }
             "unshare-user" => libc::unshare(libc::CLONE_NEWUSER).into(),
             "unshare-user-mount" => {
-                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 { -1 } else {
-                    libc::mount(c"none".as_ptr(), c"/tmp".as_ptr(), c"tmpfs".as_ptr(), 0, std::ptr::null()).into()
+                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                    -1
+                } else {
+                    libc::mount(
+                        c"none".as_ptr(),
+                        c"/tmp".as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        0,
+                        std::ptr::null(),
+                    )
+                    .into()
                 }
             }
             "unshare-mount" => libc::unshare(libc::CLONE_NEWNS).into(),
-            "mount" => libc::mount(c"none".as_ptr(), c(arg(0)).as_ptr(), c"tmpfs".as_ptr(), 0, std::ptr::null()).into(),
+            "mount" => libc::mount(
+                c"none".as_ptr(),
+                c(arg(0)).as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+            .into(),
             "umount" => libc::umount2(c(arg(0)).as_ptr(), libc::MNT_DETACH).into(),
             "chroot" => libc::chroot(c(arg(0)).as_ptr()).into(),
             "setns" => {
@@ -138,31 +217,57 @@ fn attempt(op: &str, a: &[String]) -> i64 {
             }
             "x32-getpid" => libc::syscall(0x4000_0000 | libc::SYS_getpid),
             "keyctl" => libc::syscall(libc::SYS_keyctl, 0, 0, 0, 0, 0),
-            "init_module" => libc::syscall(libc::SYS_init_module, std::ptr::null::<u8>(), 0, c"".as_ptr()),
+            "init_module" => libc::syscall(
+                libc::SYS_init_module,
+                std::ptr::null::<u8>(),
+                0,
+                c"".as_ptr(),
+            ),
             "kexec_load" => libc::syscall(libc::SYS_kexec_load, 0, 0, 0, 0),
             "open_by_handle_at" => {
                 let mut handle = [0u8; 16];
-                libc::syscall(libc::SYS_open_by_handle_at, libc::AT_FDCWD, handle.as_mut_ptr(), 0)
+                libc::syscall(
+                    libc::SYS_open_by_handle_at,
+                    libc::AT_FDCWD,
+                    handle.as_mut_ptr(),
+                    0,
+                )
             }
             "pidfd_getfd" => libc::syscall(libc::SYS_pidfd_getfd, 0, 0, 0),
             "capget-effective" => {
                 let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-                let line = status.lines().find(|l| l.starts_with("CapEff:")).unwrap_or("");
+                let line = status
+                    .lines()
+                    .find(|l| l.starts_with("CapEff:"))
+                    .unwrap_or("");
                 println!("{line}");
-                if line.trim_start_matches("CapEff:").trim().trim_start_matches('0').is_empty() { 0 } else { -1 }
-            }
-            "getenv" => {
-                match std::env::var_os(arg(0)) {
-                    Some(v) => { println!("{}", v.to_string_lossy()); 0 }
-                    None => { println!("<unset>"); return 0; }
+                if line
+                    .trim_start_matches("CapEff:")
+                    .trim()
+                    .trim_start_matches('0')
+                    .is_empty()
+                {
+                    0
+                } else {
+                    -1
                 }
             }
+            "getenv" => match std::env::var_os(arg(0)) {
+                Some(v) => {
+                    println!("{}", v.to_string_lossy());
+                    0
+                }
+                None => {
+                    println!("<unset>");
+                    return 0;
+                }
+            },
             other => {
                 eprintln!("unknown op {other}");
                 std::process::exit(126);
             }
         };
-        i64::from(r)
+        r
     }
 }
 
@@ -177,7 +282,9 @@ fn main() {
         println!("ok");
         std::process::exit(0);
     }
-    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(125);
+    let errno = std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(125);
     println!("errno {errno}");
     std::process::exit(errno.clamp(1, 125));
 }

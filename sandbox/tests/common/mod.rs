@@ -103,8 +103,13 @@ pub fn run_policy(
     program: &str,
     args: &[&str],
 ) -> Output {
-    let launch = PreparedLaunch::prepare(policy, &Capabilities::detect(), &LaunchOptions::default(), env)
-        .expect("prepare launch");
+    let launch = PreparedLaunch::prepare(
+        policy,
+        &Capabilities::detect(),
+        &LaunchOptions::default(),
+        env,
+    )
+    .expect("prepare launch");
     let mut cmd = Command::new(program);
     cmd.args(args);
     launch.apply(&mut cmd);
@@ -122,7 +127,12 @@ pub fn probe_in(profile: &str, dirs: &Dirs, args: &[&str]) -> (i32, String) {
 /// Runs `sh -c script` under a built-in profile.
 pub fn sh_in(profile: &str, dirs: &Dirs, script: &str) -> Output {
     let policy = dirs.policy(&Profile::builtin(profile).expect("built-in profile"));
-    run_policy(&policy, std::env::vars_os().collect(), "/bin/sh", &["-c", script])
+    run_policy(
+        &policy,
+        std::env::vars_os().collect(),
+        "/bin/sh",
+        &["-c", script],
+    )
 }
 
 /// A process outside the sandbox to attack (ptrace, signals, /proc/PID/mem); killed on drop.
@@ -130,7 +140,12 @@ pub struct Sibling(pub std::process::Child);
 
 impl Sibling {
     pub fn spawn() -> Self {
-        Self(Command::new("sleep").arg("60").spawn().expect("spawn sleep"))
+        Self(
+            Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .expect("spawn sleep"),
+        )
     }
 
     pub fn pid(&self) -> String {
@@ -152,6 +167,7 @@ impl Drop for Sibling {
 
 /// Asserts that the outside secret is untouched.
 pub fn assert_secret_intact(dirs: &Dirs) {
-    let s = std::fs::read_to_string(Path::new(&dirs.out("secret.txt"))).expect("secret still readable");
+    let s =
+        std::fs::read_to_string(Path::new(&dirs.out("secret.txt"))).expect("secret still readable");
     assert_eq!(s, "secret\n", "outside file was modified");
 }
