@@ -24,6 +24,7 @@ pub mod env_policy;
 pub mod landlock_layer;
 pub mod launch;
 pub mod managed;
+pub mod mcp;
 pub mod mounts;
 pub mod profile;
 pub mod report;
