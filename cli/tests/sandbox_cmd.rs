@@ -253,3 +253,45 @@ fn config_profiles_and_unknown_keys() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("filesytem"), "{}", stderr(&o));
 }
+
+/// The unprivileged path (user namespace for the mount layer): as root, run the launcher as `nobody`
+/// through setpriv; otherwise the test already runs unprivileged.
+#[test]
+fn unprivileged_launch_protects_git_and_outside() {
+    let caps = outpost_sandbox::Capabilities::detect();
+    if !sandbox_ok() {
+        return;
+    }
+    let root = nix::unistd::geteuid().is_root();
+    if !caps.user_namespaces || (root && !Path::new("/usr/bin/setpriv").exists()) {
+        let msg = "!!! unprivileged_launch NOT RUN: needs user namespaces (and setpriv when run as root) !!!";
+        assert!(std::env::var_os("OUTPOST_TEST_REQUIRE_SANDBOX").is_none_or(|v| v != "1"), "{msg}");
+        eprintln!("{msg}");
+        return;
+    }
+    let ws = workspace();
+    if root {
+        for p in [ws.path().to_owned(), ws.path().join(".git")] {
+            nix::unistd::chown(&p, Some(65534.into()), Some(65534.into())).expect("chown to nobody");
+        }
+    }
+    let script = "echo ok > in-ws && (echo x > .git/config) 2>/dev/null; a=$?; \
+        (echo x > /var/tmp/outpost-unpriv-escape) 2>/dev/null; b=$?; \
+        grep -c '^CapEff:\t0000000000000000' /proc/self/status; echo $a $b";
+    let exe = env!("CARGO_BIN_EXE_outpost");
+    let mut cmd = if root {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let o = cmd
+        .args(["sandbox", "-P", ":workspace", "--", "sh", "-c", script])
+        .current_dir(ws.path())
+        .output()
+        .expect("run outpost unprivileged");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "1\n2 2\n", "{}", stderr(&o));
+    assert!(ws.path().join("in-ws").exists());
+    assert!(!Path::new("/var/tmp/outpost-unpriv-escape").exists());
+}
