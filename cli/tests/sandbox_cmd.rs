@@ -265,14 +265,18 @@ fn unprivileged_launch_protects_git_and_outside() {
     let root = nix::unistd::geteuid().is_root();
     if !caps.user_namespaces || (root && !Path::new("/usr/bin/setpriv").exists()) {
         let msg = "!!! unprivileged_launch NOT RUN: needs user namespaces (and setpriv when run as root) !!!";
-        assert!(std::env::var_os("OUTPOST_TEST_REQUIRE_SANDBOX").is_none_or(|v| v != "1"), "{msg}");
+        assert!(
+            std::env::var_os("OUTPOST_TEST_REQUIRE_SANDBOX").is_none_or(|v| v != "1"),
+            "{msg}"
+        );
         eprintln!("{msg}");
         return;
     }
     let ws = workspace();
     if root {
         for p in [ws.path().to_owned(), ws.path().join(".git")] {
-            nix::unistd::chown(&p, Some(65534.into()), Some(65534.into())).expect("chown to nobody");
+            nix::unistd::chown(&p, Some(65534.into()), Some(65534.into()))
+                .expect("chown to nobody");
         }
     }
     let script = "echo ok > in-ws && (echo x > .git/config) 2>/dev/null; a=$?; \
@@ -291,7 +295,12 @@ fn unprivileged_launch_protects_git_and_outside() {
         .current_dir(ws.path())
         .output()
         .expect("run outpost unprivileged");
-    assert_eq!(String::from_utf8_lossy(&o.stdout), "1\n2 2\n", "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "1\n2 2\n",
+        "{}",
+        stderr(&o)
+    );
     assert!(ws.path().join("in-ws").exists());
     assert!(!Path::new("/var/tmp/outpost-unpriv-escape").exists());
 }

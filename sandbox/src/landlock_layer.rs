@@ -154,16 +154,12 @@ pub(crate) fn restrict_raw(fd: RawFd) -> std::io::Result<()> {
     }
 }
 
-/// Restricts the calling thread's filesystem access (and TCP/scopes) to `policy` with Landlock.
-///
-/// Landlock restricts one thread (and what it spawns later), so an executor can serve filesystem
-/// calls for a profile on a dedicated, restricted worker thread. Sets `no_new_privs` on the thread.
-///
-/// # Errors
-/// [`LandlockError::Unsupported`] when the kernel has no Landlock, the build errors of the ruleset, or
-/// [`LandlockError::Restrict`] / [`LandlockError::NotEnforced`] when the kernel refuses it.
-pub fn restrict_current_thread(policy: &ResolvedPolicy) -> Result<LandlockReport, LandlockError> {
-    let abi = crate::Capabilities::detect().landlock_abi;
+/// Restricts the calling thread with the ruleset for `policy` (Landlock restricts one thread and what
+/// it spawns later). Sets `no_new_privs` on the thread.
+pub(crate) fn restrict_thread(
+    policy: &ResolvedPolicy,
+    abi: u32,
+) -> Result<LandlockReport, LandlockError> {
     let (created, report) = build(policy, abi)?;
     let status = created.restrict_self().map_err(LandlockError::Restrict)?;
     if status.ruleset == RulesetStatus::NotEnforced {

@@ -83,7 +83,7 @@ pub struct PreparedLaunch {
 }
 
 /// Whether the calling thread holds `CAP_SYS_ADMIN` (mounts without a user namespace).
-fn has_sys_admin() -> bool {
+pub(crate) fn has_sys_admin() -> bool {
     std::fs::read_to_string("/proc/thread-self/status")
         .ok()
         .and_then(|s| {

@@ -13,6 +13,7 @@
 //! - [`env_policy`]: the child's environment and `CODEX_PERMISSION_PROFILE`.
 //! - [`resolve`]: profile + context + requirements -> [`ResolvedPolicy`].
 //! - [`launch`]: preparing and applying a sandboxed launch; [`report`]: what it enforces.
+//! - [`thread`]: restricting the current thread (filesystem calls on per-profile worker threads).
 //! - [`landlock_layer`], [`seccomp_layer`], [`mounts`]: the enforcement layers; `child`: the
 //!   async-signal-safe code that runs between fork and exec.
 //! - [`mcp`]: MCP `_meta` sandbox entries, launcher invocation and authority binding.
@@ -30,13 +31,14 @@ pub mod profile;
 pub mod report;
 pub mod resolve;
 pub mod seccomp_layer;
+pub mod thread;
 
 pub use capabilities::Capabilities;
 pub use codex_json::{PermissionProfileJson, SandboxState};
 pub use env_policy::EnvPolicy;
-pub use landlock_layer::restrict_current_thread;
 pub use launch::{LaunchError, LaunchOptions, PreparedLaunch};
 pub use managed::ManagedRequirements;
 pub use profile::{NetworkPolicy, Profile, ProfileConfig};
 pub use report::SandboxReport;
 pub use resolve::{FsContext, ResolvedPolicy, resolve};
+pub use thread::restrict_current_thread;
