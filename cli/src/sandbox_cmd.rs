@@ -20,18 +20,26 @@ use outpost_sandbox::{
 
 /// Run a command inside the outpost sandbox.
 #[derive(Debug, Args)]
-#[command(
-    about = "Run a command inside the sandbox (Landlock, seccomp, mount namespace, no capabilities)",
-    long_about = "Run a command inside the sandbox.\n\n\
-        Profiles: :read-only (read everything, write nothing, no network), :workspace (also write the \
-        working directory, $TMPDIR and /tmp; .git, .codex and .agents stay read-only), \
-        :danger-full-access (no sandbox), or a [permissions.NAME] table from --config.\n\n\
-        A layer the profile needs but the kernel lacks refuses the launch; --allow-degraded accepts a \
-        weaker sandbox explicitly. The exit code is the command's (128+N when killed by signal N).",
-    after_help = "Examples:\n  \
-        outpost sandbox -P :workspace -- cargo build\n  \
-        outpost sandbox -P :read-only --explain\n  \
-        outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py"
+#[command(after_help = "\
+Profiles:
+  :read-only           read everything, write nothing, network restricted to AF_UNIX
+  :workspace           also write the working directory (-C), $TMPDIR and /tmp;
+                       .git, .codex and .agents inside them stay read-only
+  :danger-full-access  no sandbox at all
+  NAME                 a [permissions.NAME] table from --config
+
+Layers: mount namespace (read-only binds), Landlock, seccomp, no capabilities, no_new_privs.
+A layer the profile needs but this kernel lacks refuses the launch; --allow-degraded accepts a
+weaker sandbox explicitly. Use --explain to see what this host enforces.
+
+The exit code is the command's (128+N when it was killed by signal N); a refused launch exits 1.
+The command runs in its own session and is killed when the launcher dies.
+
+Examples:
+  outpost sandbox -P :workspace -- cargo build
+  outpost sandbox -P :read-only --explain
+  outpost sandbox -C ~/src/app --include-managed-config -P :workspace -- make test
+  outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py"
 )]
 pub(crate) struct SandboxArgs {
     /// Permission profile: :read-only, :workspace, :danger-full-access or a name from --config.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::Capabilities;
 use crate::child::ChildPlan;
-use crate::landlock_layer::{self, ChildRuleset, LandlockError, LandlockReport};
+use crate::landlock_layer::{self, ChildRuleset, LandlockError};
 use crate::mounts::{MountError, MountPlan};
 use crate::report::SandboxReport;
 use crate::resolve::ResolvedPolicy;
@@ -122,72 +122,9 @@ impl PreparedLaunch {
                 report,
             });
         }
-        let mut missing = |layer: &'static str, reason: &'static str| {
-            if opts.allow_degraded {
-                report.degraded.push(format!("{layer}: {reason}"));
-                Ok(())
-            } else {
-                Err(LaunchError::Missing { layer, reason })
-            }
-        };
-        // SAFETY: geteuid cannot fail.
-        let root = unsafe { libc::geteuid() } == 0;
-        let mounts_needed = root || policy.needs_mounts();
-        let userns = !has_sys_admin();
-        let mounts_possible = !userns || caps.user_namespaces;
-        if mounts_needed && !mounts_possible {
-            missing(
-                "mount namespace",
-                "protected subpaths and denied paths need a mount namespace, which needs CAP_SYS_ADMIN or user namespaces",
-            )?;
-        }
-        if caps.landlock_abi == 0 {
-            missing(
-                "Landlock",
-                "the kernel has no Landlock; the filesystem allow-list is a hard requirement",
-            )?;
-        } else if root && caps.landlock_abi < ABI_SIGNAL_SCOPE {
-            missing(
-                "Landlock signal scoping",
-                "running as root needs Landlock ABI 6 so the command cannot signal other root processes",
-            )?;
-        }
-        if !caps.seccomp {
-            missing("seccomp", "the kernel cannot install seccomp filters")?;
-        }
-        let mounts = if mounts_needed && mounts_possible {
-            let plan = MountPlan::new(policy, userns, root).map_err(LaunchError::Mounts)?;
-            report.record_mounts(policy, plan.uses_userns(), root);
-            Some(plan)
-        } else {
-            None
-        };
-        let landlock = if caps.landlock_abi > 0 {
-            let (created, ll) =
-                landlock_layer::build(policy, caps.landlock_abi).map_err(LaunchError::Landlock)?;
-            report.landlock = ll;
-            Some(ChildRuleset::new(created).map_err(LaunchError::Landlock)?)
-        } else {
-            report.landlock = LandlockReport::default();
-            None
-        };
-        let seccomp = if caps.seccomp {
-            report.seccomp = true;
-            Some(seccomp_layer::build(restricted).map_err(LaunchError::Seccomp)?)
-        } else {
-            None
-        };
-        report.no_new_privs = landlock.is_some() || seccomp.is_some();
-        report.capabilities_dropped = report.no_new_privs;
-        let plan = ChildPlan {
-            // SAFETY: getpid cannot fail.
-            parent_pid: opts.parent_death_signal.then(|| unsafe { libc::getpid() }),
-            rlimits: rlimits(policy)?,
-            mounts,
-            landlock,
-            seccomp,
-        };
-        report.parent_death_signal = plan.parent_pid.is_some();
+        let host = Host::probe(policy, caps);
+        check_layers(caps, opts, &host, &mut report)?;
+        let plan = build_plan(policy, caps, opts, &host, &mut report)?;
         Ok(Self {
             plan: Some(Arc::new(plan)),
             env,
@@ -222,6 +159,115 @@ impl PreparedLaunch {
             }
         }
     }
+}
+
+/// What this process can do for the mount layer.
+#[derive(Debug, Clone, Copy)]
+struct Host {
+    /// Running as uid 0 (the read-only system remount is needed).
+    root: bool,
+    /// No CAP_SYS_ADMIN: the mount namespace needs a user namespace.
+    userns: bool,
+    /// The policy needs the mount layer.
+    mounts_needed: bool,
+    /// The mount layer can be built here.
+    mounts_possible: bool,
+}
+
+impl Host {
+    fn probe(policy: &ResolvedPolicy, caps: &Capabilities) -> Self {
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let userns = !has_sys_admin();
+        Self {
+            root,
+            userns,
+            mounts_needed: root || policy.needs_mounts(),
+            mounts_possible: !userns || caps.user_namespaces,
+        }
+    }
+}
+
+/// Refuses (or, with `allow_degraded`, records) every layer the policy needs that the host lacks.
+fn check_layers(
+    caps: &Capabilities,
+    opts: &LaunchOptions,
+    host: &Host,
+    report: &mut SandboxReport,
+) -> Result<(), LaunchError> {
+    let mut missing = |layer: &'static str, reason: &'static str| {
+        if opts.allow_degraded {
+            report.degraded.push(format!("{layer}: {reason}"));
+            Ok(())
+        } else {
+            Err(LaunchError::Missing { layer, reason })
+        }
+    };
+    if host.mounts_needed && !host.mounts_possible {
+        missing(
+            "mount namespace",
+            "protected subpaths and denied paths need a mount namespace, which needs CAP_SYS_ADMIN or user namespaces",
+        )?;
+    }
+    if caps.landlock_abi == 0 {
+        missing(
+            "Landlock",
+            "the kernel has no Landlock; the filesystem allow-list is a hard requirement",
+        )?;
+    } else if host.root && caps.landlock_abi < ABI_SIGNAL_SCOPE {
+        missing(
+            "Landlock signal scoping",
+            "running as root needs Landlock ABI 6 so the command cannot signal other root processes",
+        )?;
+    }
+    if !caps.seccomp {
+        missing("seccomp", "the kernel cannot install seccomp filters")?;
+    }
+    Ok(())
+}
+
+/// Allocates everything the child needs for the layers this host has.
+fn build_plan(
+    policy: &ResolvedPolicy,
+    caps: &Capabilities,
+    opts: &LaunchOptions,
+    host: &Host,
+    report: &mut SandboxReport,
+) -> Result<ChildPlan, LaunchError> {
+    let mounts = if host.mounts_needed && host.mounts_possible {
+        let plan = MountPlan::new(policy, host.userns, host.root).map_err(LaunchError::Mounts)?;
+        report.record_mounts(policy, plan.uses_userns(), host.root);
+        Some(plan)
+    } else {
+        None
+    };
+    let landlock = if caps.landlock_abi > 0 {
+        let (created, ll) =
+            landlock_layer::build(policy, caps.landlock_abi).map_err(LaunchError::Landlock)?;
+        report.landlock = ll;
+        Some(ChildRuleset::new(created).map_err(LaunchError::Landlock)?)
+    } else {
+        None
+    };
+    let seccomp = if caps.seccomp {
+        report.seccomp = true;
+        let restricted = policy.network_restricted();
+        Some(seccomp_layer::build(restricted).map_err(LaunchError::Seccomp)?)
+    } else {
+        None
+    };
+    report.no_new_privs = landlock.is_some() || seccomp.is_some();
+    report.capabilities_dropped = report.no_new_privs;
+    // SAFETY: getpid cannot fail.
+    let parent_pid = opts.parent_death_signal.then(|| unsafe { libc::getpid() });
+    report.parent_death_signal = parent_pid.is_some();
+    Ok(ChildPlan {
+        parent_pid,
+        rlimits: rlimits(policy)?,
+        mounts,
+        landlock,
+        seccomp,
+    })
 }
 
 fn rlimits(
