@@ -296,3 +296,68 @@ fn rlimits(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Profile, WORKSPACE};
+    use crate::resolve::{FsContext, resolve};
+
+    fn policy() -> ResolvedPolicy {
+        let ctx = FsContext::for_cwd(PathBuf::from("/"));
+        resolve(&Profile::builtin(WORKSPACE).expect("builtin"), &ctx, None).expect("resolve")
+    }
+
+    #[test]
+    fn missing_landlock_refuses_and_names_the_opt_out() {
+        let caps = Capabilities {
+            landlock_abi: 0,
+            seccomp: true,
+            user_namespaces: true,
+        };
+        let err = PreparedLaunch::prepare(&policy(), &caps, &LaunchOptions::default(), [])
+            .expect_err("no Landlock must refuse");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("Landlock") && msg.contains("--allow-degraded"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn allow_degraded_records_every_missing_layer() {
+        let caps = Capabilities::default();
+        let opts = LaunchOptions {
+            allow_degraded: true,
+            parent_death_signal: false,
+        };
+        let launch = PreparedLaunch::prepare(&policy(), &caps, &opts, []).expect("degraded launch");
+        let report = launch.report();
+        assert!(report.degraded.iter().any(|d| d.starts_with("Landlock")));
+        assert!(report.degraded.iter().any(|d| d.starts_with("seccomp")));
+        assert!(!report.seccomp && report.landlock.abi == 0);
+        assert!(report.to_string().contains("DEGRADED"));
+    }
+
+    #[test]
+    fn unsandboxed_keeps_profile_variable_only() {
+        let ctx = FsContext::for_cwd(PathBuf::from("/"));
+        let p = resolve(
+            &Profile::builtin(crate::profile::DANGER_FULL_ACCESS).expect("builtin"),
+            &ctx,
+            None,
+        )
+        .expect("resolve");
+        let launch =
+            PreparedLaunch::prepare(&p, &Capabilities::default(), &LaunchOptions::default(), [])
+                .expect("unsandboxed launch needs no layer");
+        assert!(!launch.report().sandboxed);
+        assert_eq!(
+            launch.env(),
+            &[(
+                "CODEX_PERMISSION_PROFILE".into(),
+                ":danger-full-access".into()
+            )]
+        );
+    }
+}

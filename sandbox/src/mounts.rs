@@ -5,8 +5,8 @@
 //! 2. each writable root is bind-mounted onto itself and made writable again,
 //! 3. protected subpaths (`.git`, `.codex`, `.agents`) are bind-mounted read-only (renaming them away then
 //!    fails with `EBUSY`),
-//! 4. denied directories get an empty read-only tmpfs with mode 000, denied files a read-only bind of
-//!    `/dev/null`,
+//! 4. denied directories get an empty read-only tmpfs with mode 000, denied files a read-only, `nodev`
+//!    bind of `/dev/null` (so opening them fails with `EACCES`),
 //! 5. the working directory is re-entered so it refers to the new mounts.
 //!
 //! Everything is prepared as C strings by [`MountPlan::new`]; [`MountPlan::apply`] only makes syscalls.
@@ -19,6 +19,7 @@ use crate::child::{Step, check};
 use crate::resolve::ResolvedPolicy;
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
 
 /// `struct mount_attr` from `<linux/mount.h>` (not in the libc crate).
 #[repr(C)]
@@ -162,8 +163,10 @@ impl MountPlan {
             mount(Some(c"tmpfs"), d, Some(c"tmpfs"), hidden, Step::DenyDir)?;
         }
         for f in &self.denied_files {
+            // A nodev bind of /dev/null: opening the path for reading or writing fails with EACCES.
             mount(Some(c"/dev/null"), f, None, libc::MS_BIND, Step::DenyFile)?;
-            set_attr(f, false, MOUNT_ATTR_RDONLY, 0, Step::DenyFile)?;
+            let attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
+            set_attr(f, false, attrs, 0, Step::DenyFile)?;
         }
         // SAFETY: `cwd` is a valid NUL-terminated path owned by the plan.
         check(Step::Chdir, unsafe { libc::chdir(self.cwd.as_ptr()) })

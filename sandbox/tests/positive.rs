@@ -130,6 +130,7 @@ fn deny_entries_hide_paths() {
     let d = Dirs::new();
     std::fs::create_dir(d.outside.path().join("hidden")).expect("mkdir hidden");
     std::fs::write(d.outside.path().join("hidden/key"), "k").expect("write key");
+    std::fs::write(d.ws.path().join(".env"), "API=1\n").expect("write .env");
     let profile = named(
         vec![
             entry(FsPath::Special(SpecialPath::Root), Access::Read),
@@ -142,6 +143,7 @@ fn deny_entries_hide_paths() {
                 FsPath::Plain(d.outside.path().join("secret.txt")),
                 Access::Deny,
             ),
+            entry(FsPath::Plain(d.ws.path().join(".env")), Access::Deny),
         ],
         NetworkPolicy::Restricted,
     );
@@ -161,8 +163,20 @@ fn deny_entries_hide_paths() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let out = run_policy(&policy, vec![], "/bin/cat", &[&d.out("secret.txt")]);
-    assert!(out.stdout.is_empty(), "denied file content leaked");
+    for (op, path) in [
+        ("read", d.out("secret.txt")),
+        ("write", d.out("secret.txt")),
+        ("read", d.ws(".env")),
+        ("write", d.ws(".env")),
+    ] {
+        let out = run(&[op, &path]);
+        assert_eq!(
+            out.status.code(),
+            Some(EACCES),
+            "{op} {path}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
     let out = run_policy(&policy, vec![], "/usr/bin/env", &[]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
