@@ -1,7 +1,7 @@
 //! outpost sandbox: permission profiles, managed requirements, env policy, and the Linux enforcement
 //! layers (mount namespace, Landlock, seccomp, process hygiene) used by `outpost sandbox` and the executor.
 //!
-//! Typical use: pick a [`Profile`] (built-in, from a [`ProfileConfig`], or from Codex JSON), [`resolve`]
+//! Typical use: pick a [`Profile`] (built-in, from a [`ProfileConfig`], or from Codex JSON), [`resolve()`]
 //! it against a [`FsContext`] and the [`ManagedRequirements`], [`PreparedLaunch::prepare`] it for this
 //! host, then [`PreparedLaunch::apply`] it to a command and spawn.
 //!
@@ -11,7 +11,7 @@
 //! - [`codex_json`]: Codex `PermissionProfile` and sandbox-state JSON, kept verbatim for forwarding.
 //! - [`managed`]: operator requirements (`/etc/outpost/requirements.toml`).
 //! - [`env_policy`]: the child's environment and `CODEX_PERMISSION_PROFILE`.
-//! - [`resolve`]: profile + context + requirements -> [`ResolvedPolicy`].
+//! - [`resolve`](mod@resolve): profile + context + requirements -> [`ResolvedPolicy`].
 //! - [`launch`]: preparing and applying a sandboxed launch; [`report`]: what it enforces.
 //! - [`thread`]: restricting the current thread (filesystem calls on per-profile worker threads).
 //! - [`landlock_layer`], [`seccomp_layer`], [`mounts`]: the enforcement layers; `child`: the

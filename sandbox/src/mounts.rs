@@ -9,7 +9,8 @@
 //!    bind of `/dev/null` (so opening them fails with `EACCES`),
 //! 5. the working directory is re-entered so it refers to the new mounts.
 //!
-//! Everything is prepared as C strings by [`MountPlan::new`]; [`MountPlan::apply`] only makes syscalls.
+//! Everything is prepared as C strings before fork (`MountPlan::new`); applying the plan in the child
+//! only makes syscalls.
 
 use std::ffi::{CString, NulError};
 use std::os::unix::ffi::OsStrExt;
