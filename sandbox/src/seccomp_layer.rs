@@ -4,7 +4,7 @@
 //! Two deny-list programs (everything else is allowed; Landlock and the mount layer handle files):
 //! - `EPERM`: io_uring, ptrace, process_vm_*, bpf, userfaultfd, perf_event_open, kexec, modules, the
 //!   mount family, setns, keyrings, handle-based opens, `unshare`/`clone` with `CLONE_NEWUSER`,
-//!   `ioctl(TIOCSTI | TIOCLINUX)` (terminal input injection), and — when the network is restricted —
+//!   `ioctl(TIOCSTI | TIOCLINUX)` (terminal input injection), `prlimit64` on another process, and — when the network is restricted —
 //!   `socket`/`socketpair` for any family but `AF_UNIX` (32-bit compare: the kernel reads an `int`, so
 //!   high bits cannot smuggle another family past the filter).
 //! - `ENOSYS`: `clone3` (its flags live in memory seccomp cannot read, so libc falls back to `clone`,
@@ -141,6 +141,12 @@ pub(crate) fn build(network_restricted: bool) -> Result<SeccompPrograms, Seccomp
             rule(vec![cond(1, Dword, SeccompCmpOp::Eq, libc::TIOCSTI)?])?,
             rule(vec![cond(1, Dword, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
         ],
+    );
+    // Lowering another same-uid process's limits needs no capability (uid 0 without capabilities
+    // could starve the executor); only the calling process (pid 0) may be targeted.
+    eperm.insert(
+        libc::SYS_prlimit64,
+        vec![rule(vec![cond(0, Dword, SeccompCmpOp::Ne, 0)?])?],
     );
     if network_restricted {
         let unix = u64::try_from(libc::AF_UNIX).unwrap_or(1);

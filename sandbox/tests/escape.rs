@@ -125,6 +125,39 @@ escape!(
     [EROFS, EACCES]
 );
 
+escape!(
+    write_through_workspace_symlink_to_outside,
+    WS,
+    |d| [
+        "write-via-symlink",
+        &d.out("secret.txt"),
+        &d.ws("to-secret")
+    ],
+    [EROFS, EACCES]
+);
+escape!(
+    write_through_workspace_symlink_to_git,
+    WS,
+    |d| [
+        "write-via-symlink",
+        &d.ws(".git/config"),
+        &d.ws("to-config")
+    ],
+    [EROFS, EACCES]
+);
+escape!(
+    hardlink_git_config_into_workspace,
+    WS,
+    |d| ["link", &d.ws(".git/config"), &d.ws("cfg-link")],
+    [EXDEV, EROFS, EACCES, EPERM]
+);
+escape!(
+    read_only_rename_in_workspace,
+    RO,
+    |d| ["rename", &d.ws("file.txt"), &d.ws("renamed.txt")],
+    [EROFS, EACCES]
+);
+
 // Protected subpaths inside the workspace.
 escape!(
     git_hook_write,
@@ -313,6 +346,56 @@ fn proc_mem_write_sibling() {
 #[test]
 fn kill_sibling() {
     sibling_attack("kill_sibling", WS, "kill", &["9"], &[EPERM]);
+}
+
+#[test]
+fn pidfd_kill_sibling() {
+    sibling_attack("pidfd_kill_sibling", WS, "pidfd-kill", &[], &[EPERM]);
+}
+
+#[test]
+fn prlimit_on_sibling() {
+    sibling_attack("prlimit_on_sibling", WS, "prlimit-other", &[], &[EPERM]);
+}
+
+#[test]
+fn tiocsti_on_a_real_terminal() {
+    if !sandbox_available("tiocsti_on_a_real_terminal") {
+        return;
+    }
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let dirs = Dirs::new();
+    let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
+    let launch = outpost_sandbox::PreparedLaunch::prepare(
+        &policy,
+        &outpost_sandbox::Capabilities::detect(),
+        &outpost_sandbox::LaunchOptions::default(),
+        std::env::vars_os(),
+    )
+    .expect("prepare");
+    let mut cmd = std::process::Command::new(probe());
+    cmd.args(["tiocsti", "0"])
+        .stdin(std::process::Stdio::from(pty.slave));
+    launch.apply(&mut cmd);
+    let out = cmd.output().expect("run probe on a pty");
+    assert_eq!(
+        out.status.code(),
+        Some(EPERM),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Nothing was injected into the terminal's input queue.
+    nix::fcntl::fcntl(
+        &pty.master,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .expect("nonblocking master");
+    let mut buf = [0u8; 16];
+    let n = nix::unistd::read(&pty.master, &mut buf).unwrap_or(0);
+    assert!(
+        !buf[..n].contains(&b'x'),
+        "injected input reached the terminal"
+    );
 }
 
 #[test]

@@ -87,6 +87,8 @@ fn unix_sockets_and_device_sinks_work() {
     for args in [
         &["socket", "1", "1"][..],
         &["socketpair", "1"],
+        &["socket", "0x100000001", "1"],
+        &["prlimit-self"],
         &["write", "/dev/null"],
         &["read", "/dev/zero"],
     ] {

@@ -161,6 +161,46 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 fd.into()
             }
             "kill" => libc::kill(num(arg(0)) as libc::pid_t, num(arg(1)) as i32).into(),
+            "pidfd-kill" => {
+                let fd = libc::syscall(libc::SYS_pidfd_open, num(arg(0)), 0);
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0)
+                }
+            }
+            "prlimit-other" => {
+                let lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::syscall(
+                    libc::SYS_prlimit64,
+                    num(arg(0)),
+                    libc::RLIMIT_NOFILE,
+                    &raw const lim,
+                    0,
+                )
+            }
+            "prlimit-self" => {
+                let mut lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::syscall(libc::SYS_prlimit64, 0, libc::RLIMIT_NOFILE, 0, &raw mut lim)
+            }
+            "write-via-symlink" => {
+                if libc::symlink(c(arg(0)).as_ptr(), c(arg(1)).as_ptr()) != 0 {
+                    -1
+                } else {
+                    let fd = libc::open(c(arg(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
+                    if fd < 0 {
+                        -1
+                    } else {
+                        libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
+                    }
+                }
+            }
             "kill-parent" => libc::kill(libc::getppid(), libc::SIGCONT).into(),
             "clone3" => {
                 let mut args = [0u64; 11];
