@@ -3,6 +3,7 @@
 
 mod fs_cmd;
 mod info_cmd;
+mod sandbox_cmd;
 mod serve_cmd;
 mod target_args;
 
@@ -37,10 +38,22 @@ enum Command {
     /// Filesystem operations on the executor's host.
     #[command(subcommand)]
     Fs(fs_cmd::FsCommand),
+    /// Run a command inside the sandbox (Landlock, seccomp, namespaces) under a permission profile.
+    Sandbox(sandbox_cmd::SandboxArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Sandbox(args) = cli.command {
+        // The launcher runs without an async runtime: it prepares the sandbox and runs one command.
+        return match sandbox_cmd::run(args) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(err) => {
+                eprintln!("outpost sandbox: error: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let default_level = match cli.command {
         Command::Serve(_) => "info",
         _ => "warn",
@@ -61,6 +74,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Info(args) => info_cmd::run(args).await,
             Command::Fs(cmd) => fs_cmd::run(cmd).await,
+            Command::Sandbox(_) => unreachable!("handled before the runtime starts"),
         }
     });
     // Blocking stdin readers (stdio transport) must not keep the process alive after we are done.
