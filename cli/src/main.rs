@@ -1,11 +1,13 @@
 //! `outpost`: the executor (`serve`), the sandbox launcher (`sandbox`) and client commands
 //! (`info`, `fs`). Parses arguments, installs tracing on stderr, and calls the libraries.
 
+mod exec_cmd;
 mod fs_cmd;
 mod info_cmd;
 mod sandbox_cmd;
 mod serve_cmd;
 mod target_args;
+mod tty;
 
 use std::process::ExitCode;
 
@@ -31,6 +33,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a command on an executor under a permission profile; exits with its exit code.
+    Exec(exec_cmd::ExecArgs),
     /// Run an executor: serve the gRPC API on a unix socket, TCP (+TLS) or stdio.
     Serve(serve_cmd::ServeArgs),
     /// Show an executor's version, platform, filesystem context, sandbox capabilities and limits.
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Info(args) => info_cmd::run(args).await,
+            Command::Exec(args) => exec_cmd::run(args).await,
             Command::Fs(cmd) => fs_cmd::run(cmd).await,
             Command::Sandbox(_) => unreachable!("handled before the runtime starts"),
         }
@@ -93,8 +98,10 @@ fn main() -> ExitCode {
 fn init_tracing(default_level: &str) {
     let filter =
         EnvFilter::try_from_env("OUTPOST_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

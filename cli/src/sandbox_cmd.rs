@@ -39,8 +39,7 @@ Examples:
   outpost sandbox -P :workspace -- cargo build
   outpost sandbox -P :read-only --explain
   outpost sandbox -C ~/src/app --include-managed-config -P :workspace -- make test
-  outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py"
-)]
+  outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py")]
 pub(crate) struct SandboxArgs {
     /// Permission profile: :read-only, :workspace, :danger-full-access or a name from --config.
     #[arg(short = 'P', long = "profile", value_name = "NAME")]

@@ -14,6 +14,7 @@
 //! - [`connect`](mod@connect): transports, the spawned `exec:` child, TLS, bearer tokens.
 //! - [`executor`]: [`Executor`], the connected handle with typed calls.
 //! - [`find_up`]: windowed client-side find-up over `GetMetadata`, same semantics as the RPC.
+//! - [`process`]: sessions ([`Session`]) and processes: start, events, stdin, signals.
 //! - [`error`]: [`ClientError`], which tells transport failures from server answers.
 
 pub mod agents_md;
@@ -21,10 +22,12 @@ pub mod connect;
 pub mod error;
 pub mod executor;
 pub mod find_up;
+pub mod process;
 pub mod target;
 
 pub use connect::{ConnectOptions, connect};
 pub use error::ClientError;
 pub use executor::Executor;
 pub use outpost_proto::pb;
+pub use process::Session;
 pub use target::Target;

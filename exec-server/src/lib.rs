@@ -9,6 +9,7 @@
 //! - [`auth`]: bearer-token check as a tower layer (health stays open).
 //! - [`tls`]: rustls server configuration, optionally with client certificates (mTLS).
 //! - [`fs`]: the `outpost.v1.FileSystem` service.
+//! - [`process`]: sessions and sandboxed processes.
 //! - [`info`]: the `Executor.Info` service.
 //! - [`server`]: routes, HTTP/2 connection handling, health, draining.
 //! - [`error`]: start-up and serving errors.
@@ -19,6 +20,7 @@ pub mod error;
 pub mod fs;
 pub mod info;
 pub mod listen;
+pub mod process;
 pub mod server;
 mod stdio;
 pub mod tls;
