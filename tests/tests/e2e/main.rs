@@ -4,6 +4,7 @@
 mod cli;
 mod find_up;
 mod fs;
+mod process;
 mod transports;
 
 use std::time::Duration;
