@@ -5,6 +5,7 @@ mod cli;
 mod find_up;
 mod fs;
 mod process;
+mod process_faults;
 mod transports;
 
 use std::time::Duration;
