@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/outpost/v1/executor.proto",
         "proto/outpost/v1/filesystem.proto",
         "proto/outpost/v1/http.proto",
+        "proto/outpost/v1/process.proto",
     ];
     for file in &files {
         println!("cargo:rerun-if-changed={file}");

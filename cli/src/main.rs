@@ -1,12 +1,15 @@
 //! `outpost`: the executor (`serve`), the sandbox launcher (`sandbox`) and client commands
 //! (`info`, `fs`). Parses arguments, installs tracing on stderr, and calls the libraries.
 
+mod exec_cmd;
 mod forward_cmd;
 mod fs_cmd;
 mod http_cmd;
 mod info_cmd;
+mod sandbox_cmd;
 mod serve_cmd;
 mod target_args;
+mod tty;
 
 use std::process::ExitCode;
 
@@ -32,6 +35,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a command on an executor under a permission profile; exits with its exit code.
+    Exec(exec_cmd::ExecArgs),
     /// Run an executor: serve the gRPC API on a unix socket, TCP (+TLS) or stdio.
     Serve(serve_cmd::ServeArgs),
     /// Show an executor's version, platform, filesystem context, sandbox capabilities and limits.
@@ -43,10 +48,22 @@ enum Command {
     Http(http_cmd::HttpArgs),
     /// Serve a local HTTP listener that forwards every request through the executor to a base URL.
     Forward(forward_cmd::ForwardArgs),
+    /// Run a command inside the sandbox (Landlock, seccomp, namespaces) under a permission profile.
+    Sandbox(sandbox_cmd::SandboxArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Sandbox(args) = cli.command {
+        // The launcher runs without an async runtime: it prepares the sandbox and runs one command.
+        return match sandbox_cmd::run(args) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(err) => {
+                eprintln!("outpost sandbox: error: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let default_level = match cli.command {
         Command::Serve(_) => "info",
         _ => "warn",
@@ -66,9 +83,11 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve_cmd::run(args).await,
             Command::Info(args) => info_cmd::run(args).await,
+            Command::Exec(args) => exec_cmd::run(args).await,
             Command::Fs(cmd) => fs_cmd::run(cmd).await,
             Command::Http(args) => http_cmd::run(args).await,
             Command::Forward(args) => forward_cmd::run(args).await,
+            Command::Sandbox(_) => unreachable!("handled before the runtime starts"),
         }
     });
     // Blocking stdin readers (stdio transport) must not keep the process alive after we are done.
@@ -87,8 +106,10 @@ fn main() -> ExitCode {
 fn init_tracing(default_level: &str) {
     let filter =
         EnvFilter::try_from_env("OUTPOST_LOG").unwrap_or_else(|_| EnvFilter::new(default_level));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -172,7 +172,9 @@ fn spawn_stdio_executor(bin: &Path) -> std::io::Result<ChildIo> {
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains("ERROR") || line.contains("WARN") {
+            // The executor's own errors matter to the user of exec:; everything else (including
+            // warnings the client reports itself, like sandbox refusals) is debug detail.
+            if line.contains(" ERROR ") {
                 tracing::warn!(target: "outpost::executor", pid, "{line}");
             } else {
                 tracing::debug!(target: "outpost::executor", pid, "{line}");

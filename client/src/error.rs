@@ -69,6 +69,12 @@ pub enum ClientError {
     /// A find-up request was rejected before any call was made.
     #[error("invalid find-up request")]
     InvalidFindUp(#[from] outpost_proto::find_up::FindUpSpecError),
+    /// A local consumer of streamed data failed (e.g. writing to stdout).
+    #[error("cannot deliver streamed data locally")]
+    Sink(#[source] std::io::Error),
+    /// A process's event stream closed without an exit event.
+    #[error("the process closed without reporting an exit")]
+    NoExit,
     /// The connection broke or never carried the call.
     #[error("transport failure: {}", .0.message())]
     Transport(#[source] tonic::Status),

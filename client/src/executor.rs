@@ -59,6 +59,18 @@ impl Executor {
         .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
+    /// A generated `Process` service client carrying the bearer token.
+    pub fn process_client(&self) -> pb::process_client::ProcessClient<Authed> {
+        pb::process_client::ProcessClient::with_interceptor(self.channel.clone(), self.auth.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    /// A generated `Session` service client carrying the bearer token.
+    pub fn session_client(&self) -> pb::session_client::SessionClient<Authed> {
+        pb::session_client::SessionClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
     /// A generated `Http` service client carrying the bearer token (see [`crate::http`] for the
     /// typed adapters).
     pub fn http_client(&self) -> pb::http_client::HttpClient<Authed> {
@@ -117,9 +129,7 @@ impl Executor {
         let mut total = 0u64;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk?;
-            sink(&chunk.data).map_err(|e| {
-                ClientError::Server(tonic::Status::aborted(format!("local sink failed: {e}")))
-            })?;
+            sink(&chunk.data).map_err(ClientError::Sink)?;
             total += chunk.data.len() as u64;
         }
         Ok(total)

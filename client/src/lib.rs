@@ -16,6 +16,7 @@
 //! - [`http`]: [`http::ExecutorHttpClient`], HTTP through the executor's network, with rmcp and
 //!   oauth2 adapters.
 //! - [`find_up`]: windowed client-side find-up over `GetMetadata`, same semantics as the RPC.
+//! - [`process`]: sessions ([`Session`]) and processes: start, events, stdin, signals.
 //! - [`error`]: [`ClientError`], which tells transport failures from server answers.
 
 pub mod agents_md;
@@ -24,10 +25,12 @@ pub mod error;
 pub mod executor;
 pub mod find_up;
 pub mod http;
+pub mod process;
 pub mod target;
 
 pub use connect::{ConnectOptions, connect};
 pub use error::ClientError;
 pub use executor::Executor;
 pub use outpost_proto::pb;
+pub use process::Session;
 pub use target::Target;

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use outpost_proto::pb;
-use outpost_sandbox::Capabilities;
 use tonic::{Request, Response, Status};
 
-use crate::config::Limits;
+use crate::process::SandboxSettings;
+use crate::server::ExecutorOptions;
 
 /// Largest ReadFile chunk the executor sends.
 pub const READ_CHUNK_BYTES: u64 = 1024 * 1024;
@@ -23,12 +23,9 @@ pub struct InfoService {
 
 impl InfoService {
     /// Captures the executor's context: its cwd, `$HOME`, temp dir and the configured workspace roots.
-    pub fn new(
-        executor_id: String,
-        workspace_roots: &[PathBuf],
-        caps: Capabilities,
-        limits: &Limits,
-    ) -> Self {
+    pub fn new(options: &ExecutorOptions, sandbox: &SandboxSettings) -> Self {
+        let (workspace_roots, caps, limits) =
+            (&options.workspace_roots, sandbox.caps, &options.limits);
         let display = |p: PathBuf| p.to_string_lossy().into_owned();
         let fs_context = pb::FilesystemContext {
             cwd: std::env::current_dir().map(display).unwrap_or_default(),
@@ -40,7 +37,7 @@ impl InfoService {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             os: std::env::consts::OS.to_owned(),
             arch: std::env::consts::ARCH.to_owned(),
-            executor_id,
+            executor_id: options.executor_id.clone(),
             fs_context: Some(fs_context),
             sandbox: Some(pb::SandboxCapabilities {
                 landlock_abi: caps.landlock_abi,
@@ -56,8 +53,8 @@ impl InfoService {
                 max_find_up_markers: MAX_FIND_UP_MARKERS,
                 max_directory_page: MAX_DIRECTORY_PAGE,
             }),
-            permission_profiles: Vec::new(),
-            default_profile: String::new(),
+            permission_profiles: sandbox.profile_names(),
+            default_profile: sandbox.default_profile.clone(),
         };
         Self { response }
     }

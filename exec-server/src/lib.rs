@@ -10,6 +10,7 @@
 //! - [`tls`]: rustls server configuration, optionally with client certificates (mTLS).
 //! - [`fs`]: the `outpost.v1.FileSystem` service.
 //! - [`http`]: the `outpost.v1.Http` service (HTTP proxy with destination policy).
+//! - [`process`]: sessions and sandboxed processes.
 //! - [`info`]: the `Executor.Info` service.
 //! - [`server`]: routes, HTTP/2 connection handling, health, draining.
 //! - [`error`]: start-up and serving errors.
@@ -21,6 +22,7 @@ pub mod fs;
 pub mod http;
 pub mod info;
 pub mod listen;
+pub mod process;
 pub mod server;
 mod stdio;
 pub mod tls;

@@ -25,11 +25,14 @@ use crate::error::ServerError;
 use crate::fs::{FileSystemService, FsConfig};
 use crate::info::InfoService;
 use crate::listen::Listener;
+use crate::process::{ProcessConfig, ProcessManager, ProcessService, SandboxSettings};
 
 /// Services whose health is reported besides the overall ("") status.
 const SERVICE_NAMES: &[&str] = &[
     "outpost.v1.Executor",
     "outpost.v1.FileSystem",
+    "outpost.v1.Process",
+    "outpost.v1.Session",
     "outpost.v1.Http",
 ];
 /// A TLS client must finish its handshake within this time.
@@ -54,6 +57,10 @@ pub struct ExecutorOptions {
     pub executor_id: String,
     /// HTTP proxy policy and limits.
     pub http: crate::http::HttpOptions,
+    /// Profiles, managed requirements and kernel capabilities for process launches.
+    pub sandbox: SandboxSettings,
+    /// Session and process limits.
+    pub process: ProcessConfig,
 }
 
 impl Default for ExecutorOptions {
@@ -66,6 +73,8 @@ impl Default for ExecutorOptions {
             limits: Limits::default(),
             executor_id: uuid::Uuid::new_v4().to_string(),
             http: crate::http::HttpOptions::default(),
+            sandbox: SandboxSettings::default(),
+            process: ProcessConfig::default(),
         }
     }
 }
@@ -86,7 +95,12 @@ pub async fn serve(
     }
     let (health, health_svc) = tonic_health::server::health_reporter();
     set_all(&health, ServingStatus::NotServing).await;
-    let routes = build_routes(&options, health_svc)?;
+    let mut sandbox = options.sandbox.clone();
+    if sandbox.workspace_roots.is_empty() {
+        sandbox.workspace_roots.clone_from(&options.workspace_roots);
+    }
+    let processes = ProcessManager::new(sandbox, options.process);
+    let routes = build_routes(&options, health_svc, &processes)?;
     let svc = TowerToHyperService::new(AuthLayer::new(options.token.clone()).layer(routes));
     let startup = tokio::spawn(startup_checks(
         health.clone(),
@@ -97,6 +111,7 @@ pub async fn serve(
     let result = accept_loop(listener, &options, svc, &http, &graceful, shutdown).await;
     startup.abort();
     set_all(&health, ServingStatus::NotServing).await;
+    processes.shutdown();
     tracing::info!(in_flight = graceful.count(), "draining");
     if tokio::time::timeout(options.limits.shutdown_grace, graceful.shutdown())
         .await
@@ -110,14 +125,11 @@ pub async fn serve(
 fn build_routes(
     options: &ExecutorOptions,
     health_svc: impl HealthService,
+    processes: &Arc<ProcessManager>,
 ) -> Result<Routes, ServerError> {
     let max = options.limits.max_message_bytes;
-    let info = InfoService::new(
-        options.executor_id.clone(),
-        &options.workspace_roots,
-        outpost_sandbox::Capabilities::detect(),
-        &options.limits,
-    );
+    let info = InfoService::new(options, processes.sandbox());
+    let process = ProcessService::new(processes.clone());
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(outpost_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -131,6 +143,12 @@ fn build_routes(
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max),
         )
+        .add_service(
+            pb::process_server::ProcessServer::new(process.clone())
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        )
+        .add_service(pb::session_server::SessionServer::new(process))
         .add_service(
             FileSystemService::new(FsConfig::default())
                 .into_server()

@@ -1,9 +1,44 @@
 //! outpost sandbox: permission profiles, managed requirements, env policy, and the Linux enforcement
 //! layers (mount namespace, Landlock, seccomp, process hygiene) used by `outpost sandbox` and the executor.
 //!
+//! Typical use: pick a [`Profile`] (built-in, from a [`ProfileConfig`], or from Codex JSON), [`resolve()`]
+//! it against a [`FsContext`] and the [`ManagedRequirements`], [`PreparedLaunch::prepare`] it for this
+//! host, then [`PreparedLaunch::apply`] it to a command and spawn.
+//!
 //! # Layout
 //! - [`capabilities`]: what the running kernel offers (Landlock ABI, seccomp, user namespaces).
+//! - [`profile`]: built-in and TOML-configured permission profiles.
+//! - [`codex_json`]: Codex `PermissionProfile` and sandbox-state JSON, kept verbatim for forwarding.
+//! - [`managed`]: operator requirements (`/etc/outpost/requirements.toml`).
+//! - [`env_policy`]: the child's environment and `CODEX_PERMISSION_PROFILE`.
+//! - [`resolve`](mod@resolve): profile + context + requirements -> [`ResolvedPolicy`].
+//! - [`launch`]: preparing and applying a sandboxed launch; [`report`]: what it enforces.
+//! - [`thread`]: restricting the current thread (filesystem calls on per-profile worker threads).
+//! - [`landlock_layer`], [`seccomp_layer`], [`mounts`]: the enforcement layers; `child`: the
+//!   async-signal-safe code that runs between fork and exec.
+//! - [`mcp`]: MCP `_meta` sandbox entries, launcher invocation and authority binding.
 
 pub mod capabilities;
+mod child;
+pub mod codex_json;
+pub mod env_policy;
+pub mod landlock_layer;
+pub mod launch;
+pub mod managed;
+pub mod mcp;
+pub mod mounts;
+pub mod profile;
+pub mod report;
+pub mod resolve;
+pub mod seccomp_layer;
+pub mod thread;
 
 pub use capabilities::Capabilities;
+pub use codex_json::{PermissionProfileJson, SandboxState};
+pub use env_policy::EnvPolicy;
+pub use launch::{LaunchError, LaunchOptions, PreparedLaunch};
+pub use managed::ManagedRequirements;
+pub use profile::{NetworkPolicy, Profile, ProfileConfig};
+pub use report::SandboxReport;
+pub use resolve::{FsContext, ResolvedPolicy, resolve};
+pub use thread::restrict_current_thread;

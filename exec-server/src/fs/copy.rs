@@ -2,7 +2,7 @@
 //! tree cannot overflow the stack.
 
 use std::fs;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{MetadataExt as _, symlink};
 use std::path::{Path, PathBuf};
 
 use super::error::FsError;
@@ -32,6 +32,7 @@ fn copy_entry(from: &Path, to: &Path, file_type: fs::FileType) -> Result<u64, Fs
         symlink(&target, to).map_err(|e| FsError::io("create symlink", to, e))?;
         Ok(0)
     } else if file_type.is_file() {
+        refuse_same_file(from, to)?;
         fs::copy(from, to).map_err(|e| FsError::io("copy", pair(from, to), e))
     } else {
         Err(FsError::Refused {
@@ -39,6 +40,22 @@ fn copy_entry(from: &Path, to: &Path, file_type: fs::FileType) -> Result<u64, Fs
             reason: "only files, directories and symlinks can be copied",
         })
     }
+}
+
+/// Copying a file onto itself would truncate it before reading it.
+fn refuse_same_file(from: &Path, to: &Path) -> Result<(), FsError> {
+    let Ok(dest) = fs::metadata(to) else {
+        // Absent (or unreadable, which the copy itself will report): not the same file.
+        return Ok(());
+    };
+    let source = fs::metadata(from).map_err(|e| FsError::io("stat", from, e))?;
+    if (source.dev(), source.ino()) == (dest.dev(), dest.ino()) {
+        return Err(FsError::Refused {
+            path: to.to_owned(),
+            reason: "is the same file as from",
+        });
+    }
+    Ok(())
 }
 
 /// A directory copied into its own subtree would grow while it is walked.

@@ -44,7 +44,13 @@ pub(crate) fn decode_page_token(token: &str) -> Result<Option<Vec<u8>>, FsError>
 
 /// Encodes the last name of a page as the next page token.
 pub(crate) fn encode_page_token(name: &[u8]) -> String {
-    name.iter().map(|byte| format!("{byte:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut token = String::with_capacity(2 * name.len());
+    for byte in name {
+        token.push(char::from(HEX[usize::from(byte >> 4)]));
+        token.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    token
 }
 
 /// Lists the entries of `path` after `after` (exclusive), at most `page_size` of them.

@@ -120,7 +120,7 @@ async fn send_chunks(
         if at_end {
             return;
         }
-        offset += len;
+        offset = offset.saturating_add(len);
         remaining = remaining.map(|left| left - len);
     }
 }

@@ -4,6 +4,8 @@
 //! leave a partial file. Atomic writes go to a temporary file in the target's directory (so the rename
 //! stays on one filesystem), which is fsynced and renamed over the target once the stream ends; the
 //! temporary file is removed on every failure path, including a dropped call, by [`FileWriter`]'s `Drop`.
+//! An atomic write replaces a symlink at the target with a regular file (as `rename(2)` does); it keeps
+//! the permissions of the file it replaces unless the header gives explicit ones.
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Write as _};

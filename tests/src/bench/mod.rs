@@ -5,8 +5,10 @@
 //! # Layout
 //! - [`report`]: rows, the markdown table, JSON output and README regeneration.
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
+//! - [`process`]: exec round trips, output throughput, many concurrent processes, executor RSS.
 
 pub mod fs;
+pub mod process;
 pub mod report;
 
 use std::time::Duration;

@@ -5,6 +5,8 @@ mod cli;
 mod find_up;
 mod fs;
 mod http;
+mod process;
+mod process_faults;
 mod transports;
 
 use std::time::Duration;

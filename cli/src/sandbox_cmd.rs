@@ -1,0 +1,215 @@
+//! `outpost sandbox`: run one command under a permission profile (`-P NAME`) or a Codex sandbox state
+//! (`--sandbox-state-json`), or explain what would be enforced (`--explain`).
+//!
+//! The launcher spawns the command and waits for it rather than exec'ing in place: the sandboxed child
+//! gets its own session (`setsid`, so it cannot inject input into the launcher's terminal) and a
+//! parent-death signal bound to this process, and the launcher forwards its exit status (128+signal
+//! when it was killed). Interrupting the launcher kills the command through the parent-death signal.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use outpost_sandbox::{
+    Capabilities, FsContext, LaunchOptions, ManagedRequirements, PreparedLaunch, ProfileConfig,
+    ResolvedPolicy, SandboxState, resolve,
+};
+
+/// Run a command inside the outpost sandbox.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Profiles:
+  :read-only           read everything, write nothing, network restricted to AF_UNIX
+  :workspace           also write the working directory (-C), $TMPDIR and /tmp;
+                       .git, .codex and .agents inside them stay read-only
+  :danger-full-access  no sandbox at all
+  NAME                 a [permissions.NAME] table from --config
+
+Layers: mount namespace (read-only binds), Landlock, seccomp, no capabilities, no_new_privs.
+A layer the profile needs but this kernel lacks refuses the launch; --allow-degraded accepts a
+weaker sandbox explicitly. Use --explain to see what this host enforces.
+
+The exit code is the command's (128+N when it was killed by signal N); a refused launch exits 1.
+The command runs in its own session and is killed when the launcher dies.
+
+Examples:
+  outpost sandbox -P :workspace -- cargo build
+  outpost sandbox -P :read-only --explain
+  outpost sandbox -C ~/src/app --include-managed-config -P :workspace -- make test
+  outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py")]
+pub(crate) struct SandboxArgs {
+    /// Permission profile: :read-only, :workspace, :danger-full-access or a name from --config.
+    #[arg(short = 'P', long = "profile", value_name = "NAME")]
+    profile: Option<String>,
+    /// Apply the operator's managed requirements ($OUTPOST_MANAGED_CONFIG or
+    /// /etc/outpost/requirements.toml).
+    #[arg(long)]
+    include_managed_config: bool,
+    /// Working directory and workspace root (default: the current directory).
+    #[arg(short = 'C', long = "cd", value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Profile config file with [permissions.NAME] tables.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Run even when a sandbox layer the profile needs is missing on this host (listed on stderr).
+    #[arg(long)]
+    allow_degraded: bool,
+    /// Print the resolved policy and what this kernel would enforce, then exit without running.
+    #[arg(long)]
+    explain: bool,
+    /// Codex sandbox state JSON (permissionProfile, sandboxCwd, ...). Replaces -P, -C and
+    /// --include-managed-config; managed requirements always apply to it.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["profile", "cwd", "include_managed_config", "config"])]
+    sandbox_state_json: Option<String>,
+    /// Extra read-only root for --sandbox-state-json (repeatable).
+    #[arg(long, value_name = "PATH", requires = "sandbox_state_json")]
+    sandbox_state_readable_root: Vec<PathBuf>,
+    /// Restrict the network for --sandbox-state-json whatever the state says.
+    #[arg(long, requires = "sandbox_state_json")]
+    sandbox_state_disable_network: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+/// Runs `outpost sandbox`; returns the exit code to exit with.
+///
+/// # Errors
+/// Invalid arguments, an unknown or refused profile, a missing sandbox layer, or a failed spawn.
+pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
+    let policy = match &args.sandbox_state_json {
+        Some(json) => state_policy(&args, json)?,
+        None => profile_policy(&args)?,
+    };
+    for w in &policy.warnings {
+        eprintln!("outpost sandbox: warning: {w}");
+    }
+    let opts = LaunchOptions {
+        allow_degraded: args.allow_degraded,
+        ..LaunchOptions::default()
+    };
+    let caps = Capabilities::detect();
+    if args.explain {
+        print!("{}", explain_policy(&policy));
+        return match PreparedLaunch::prepare(&policy, &caps, &opts, std::env::vars_os()) {
+            Ok(launch) => {
+                print!("{}", launch.report());
+                Ok(0)
+            }
+            Err(e) => {
+                println!("launch: REFUSED: {e:#}");
+                Ok(1)
+            }
+        };
+    }
+    let Some((program, rest)) = args.command.split_first() else {
+        bail!(
+            "no command given: pass the command after `--`, for example `outpost sandbox -P :workspace -- make`"
+        );
+    };
+    let launch = PreparedLaunch::prepare(&policy, &caps, &opts, std::env::vars_os())
+        .context("cannot prepare the sandbox")?;
+    for d in &launch.report().degraded {
+        eprintln!("outpost sandbox: DEGRADED (--allow-degraded): {d}");
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    launch.apply(&mut cmd);
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {}", program.to_string_lossy()))?;
+    Ok(status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1))
+}
+
+fn profile_policy(args: &SandboxArgs) -> anyhow::Result<ResolvedPolicy> {
+    let config = match &args.config {
+        Some(path) => ProfileConfig::load(path)?,
+        None => ProfileConfig::default(),
+    };
+    let name = args
+        .profile
+        .clone()
+        .or_else(|| config.default_profile.clone())
+        .context("no profile: pass -P NAME (for example -P :workspace) or --sandbox-state-json")?;
+    let profile = config.profile(&name)?;
+    let cwd = match &args.cwd {
+        Some(dir) => std::path::absolute(dir)
+            .with_context(|| format!("invalid -C directory {}", dir.display()))?,
+        None => std::env::current_dir().context("cannot determine the current directory")?,
+    };
+    if !cwd.is_dir() {
+        bail!("working directory {} is not a directory", cwd.display());
+    }
+    let managed = if args.include_managed_config {
+        Some(ManagedRequirements::load_default()?)
+    } else {
+        None
+    };
+    Ok(resolve(
+        &profile,
+        &FsContext::for_cwd(cwd),
+        managed.as_ref(),
+    )?)
+}
+
+fn state_policy(args: &SandboxArgs, json: &str) -> anyhow::Result<ResolvedPolicy> {
+    let state = SandboxState::parse(json)
+        .map_err(|e| anyhow::anyhow!("invalid --sandbox-state-json value: {e:#}"))?;
+    let profile = &state.permission_profile;
+    for kind in &profile.unknown_kinds {
+        eprintln!("outpost sandbox: warning: unknown special path kind {kind:?} ignored");
+    }
+    let managed = ManagedRequirements::load_default()?;
+    let mut policy = resolve(
+        &profile.profile,
+        &FsContext::for_cwd(state.sandbox_cwd.clone()),
+        Some(&managed),
+    )?;
+    for root in &args.sandbox_state_readable_root {
+        if !root.is_absolute() {
+            bail!(
+                "--sandbox-state-readable-root {} must be absolute",
+                root.display()
+            );
+        }
+        policy.readable.push(root.clone());
+    }
+    if args.sandbox_state_disable_network {
+        policy.network = outpost_sandbox::NetworkPolicy::Restricted;
+    }
+    Ok(policy)
+}
+
+fn explain_policy(p: &ResolvedPolicy) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let list = |out: &mut String, label: &str, paths: &[PathBuf]| {
+        for path in paths {
+            let _ = writeln!(out, "  {label}: {}", path.display());
+        }
+    };
+    let _ = writeln!(out, "policy:");
+    let _ = writeln!(out, "  sandboxed: {}", p.sandboxed);
+    let _ = writeln!(out, "  cwd: {}", p.cwd.display());
+    list(&mut out, "read", &p.readable);
+    list(&mut out, "write", &p.writable);
+    list(&mut out, "deny", &p.denied);
+    list(&mut out, "protected", &p.protected);
+    let _ = writeln!(out, "  network: {:?}", p.network);
+    let _ = writeln!(
+        out,
+        "  CODEX_PERMISSION_PROFILE: {}",
+        p.profile_name.as_deref().unwrap_or("<removed>")
+    );
+    out
+}

@@ -1,0 +1,306 @@
+//! `outpost sandbox` end to end: argument errors, exit-code forwarding, sandbox-state JSON, managed
+//! requirements, `--explain`. Runs the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn outpost(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outpost"))
+        .args(args)
+        .current_dir(cwd)
+        .env(
+            "OUTPOST_MANAGED_CONFIG",
+            "/nonexistent/outpost-requirements.toml",
+        )
+        .output()
+        .expect("run outpost")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sandbox_ok() -> bool {
+    let caps = outpost_sandbox::Capabilities::detect();
+    if caps.landlock_abi >= 6 && caps.seccomp {
+        return true;
+    }
+    let msg = "!!! outpost sandbox CLI TEST NOT RUN: kernel lacks Landlock ABI 6 or seccomp !!!";
+    assert!(
+        std::env::var_os("OUTPOST_TEST_REQUIRE_SANDBOX").is_none_or(|v| v != "1"),
+        "{msg}"
+    );
+    eprintln!("{msg}");
+    false
+}
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::Builder::new()
+        .tempdir_in("/var/tmp")
+        .expect("tempdir");
+    std::fs::create_dir(ws.path().join(".git")).expect("mkdir .git");
+    ws
+}
+
+#[test]
+fn argument_errors() {
+    let ws = workspace();
+    let o = outpost(
+        &["sandbox", "--sandbox-state-json", "{nope", "--", "true"],
+        ws.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("invalid --sandbox-state-json value: "),
+        "{}",
+        stderr(&o)
+    );
+    let o = outpost(&["sandbox", "-P", ":workspace"], ws.path());
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("no command"), "{}", stderr(&o));
+    let state = r#"{"permissionProfile":{"type":"external"},"sandboxCwd":"relative/dir"}"#;
+    let o = outpost(
+        &["sandbox", "--sandbox-state-json", state, "--", "true"],
+        ws.path(),
+    );
+    assert!(stderr(&o).contains("sandboxCwd"), "{}", stderr(&o));
+    let state = r#"{"permissionProfile":{"type":"external"},"sandboxCwd":"https://x/y"}"#;
+    let o = outpost(
+        &["sandbox", "--sandbox-state-json", state, "--", "true"],
+        ws.path(),
+    );
+    assert!(stderr(&o).contains("sandboxCwd"), "{}", stderr(&o));
+    let o = outpost(
+        &[
+            "sandbox",
+            "--sandbox-state-json",
+            "{}",
+            "-P",
+            ":workspace",
+            "--",
+            "true",
+        ],
+        ws.path(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "clap must reject the conflict: {}",
+        stderr(&o)
+    );
+    let o = outpost(&["sandbox", "-P", ":nope", "--", "true"], ws.path());
+    assert!(
+        stderr(&o).contains("unknown permission profile"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn exit_codes_are_forwarded() {
+    if !sandbox_ok() {
+        return;
+    }
+    let ws = workspace();
+    let o = outpost(
+        &["sandbox", "-P", ":workspace", "--", "sh", "-c", "exit 5"],
+        ws.path(),
+    );
+    assert_eq!(o.status.code(), Some(5));
+    let o = outpost(
+        &[
+            "sandbox",
+            "-P",
+            ":workspace",
+            "--",
+            "sh",
+            "-c",
+            "kill -9 $$",
+        ],
+        ws.path(),
+    );
+    assert_eq!(o.status.code(), Some(137));
+}
+
+#[test]
+fn workspace_profile_end_to_end() {
+    if !sandbox_ok() {
+        return;
+    }
+    let ws = workspace();
+    let o = outpost(
+        &[
+            "sandbox",
+            "-P",
+            ":workspace",
+            "--",
+            "sh",
+            "-c",
+            "echo ok > out.txt && (echo x > .git/config) 2>/dev/null; echo $? $CODEX_PERMISSION_PROFILE",
+        ],
+        ws.path(),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "2 :workspace\n",
+        "{}",
+        stderr(&o)
+    );
+    assert!(ws.path().join("out.txt").exists());
+}
+
+#[test]
+fn sandbox_state_json_runs_in_sandbox_cwd() {
+    if !sandbox_ok() {
+        return;
+    }
+    let ws = workspace();
+    let state = format!(
+        r#"{{"permissionProfile":{{"type":"managed","file_system":{{"type":"restricted","entries":[{{"path":{{"type":"special","value":{{"kind":"root"}}}},"access":"read"}},{{"path":{{"type":"special","value":{{"kind":"project_roots"}}}},"access":"write"}}]}},"network":"enabled"}},"sandboxCwd":"file://{}","codexLinuxSandboxExe":null,"useLegacyLandlock":false}}"#,
+        ws.path().display()
+    );
+    let o = outpost(
+        &[
+            "sandbox",
+            "--sandbox-state-json",
+            &state,
+            "--sandbox-state-disable-network",
+            "--",
+            "sh",
+            "-c",
+            "pwd; echo hi > f; echo ${CODEX_PERMISSION_PROFILE-unset} $CODEX_SANDBOX_NETWORK_DISABLED",
+        ],
+        Path::new("/"),
+    );
+    let expected = format!("{}\nunset 1\n", ws.path().display());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        expected,
+        "{}",
+        stderr(&o)
+    );
+    let disabled = format!(
+        r#"{{"permissionProfile":{{"type":"disabled"}},"sandboxCwd":"{}"}}"#,
+        ws.path().display()
+    );
+    let o = outpost(
+        &["sandbox", "--sandbox-state-json", &disabled, "--", "true"],
+        ws.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("allow_unsandboxed"), "{}", stderr(&o));
+}
+
+#[test]
+fn managed_requirements_refuse_with_rule_name() {
+    let ws = workspace();
+    let req = ws.path().join("requirements.toml");
+    std::fs::write(&req, "allowed_profiles = [\":read-only\"]\n").expect("write requirements");
+    let o = Command::new(env!("CARGO_BIN_EXE_outpost"))
+        .args([
+            "sandbox",
+            "-P",
+            ":workspace",
+            "--include-managed-config",
+            "--",
+            "true",
+        ])
+        .current_dir(ws.path())
+        .env("OUTPOST_MANAGED_CONFIG", &req)
+        .output()
+        .expect("run outpost");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("allowed_profiles"), "{}", stderr(&o));
+}
+
+#[test]
+fn explain_prints_policy_and_report() {
+    let ws = workspace();
+    let o = outpost(&["sandbox", "-P", ":workspace", "--explain"], ws.path());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("protected:"), "{out}");
+    assert!(
+        out.contains("CODEX_PERMISSION_PROFILE: :workspace"),
+        "{out}"
+    );
+    assert!(
+        out.contains("landlock:") || out.contains("REFUSED"),
+        "{out}"
+    );
+}
+
+#[test]
+fn config_profiles_and_unknown_keys() {
+    let ws = workspace();
+    let cfg = ws.path().join("outpost.toml");
+    std::fs::write(
+        &cfg,
+        "[permissions.dev]\nnetwork = \"enabled\"\nfilesytem = []\n",
+    )
+    .expect("write config");
+    let o = outpost(
+        &[
+            "sandbox",
+            "--config",
+            cfg.to_str().expect("utf-8"),
+            "-P",
+            "dev",
+            "--",
+            "true",
+        ],
+        ws.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("filesytem"), "{}", stderr(&o));
+}
+
+/// The unprivileged path (user namespace for the mount layer): as root, run the launcher as `nobody`
+/// through setpriv; otherwise the test already runs unprivileged.
+#[test]
+fn unprivileged_launch_protects_git_and_outside() {
+    let caps = outpost_sandbox::Capabilities::detect();
+    if !sandbox_ok() {
+        return;
+    }
+    let root = nix::unistd::geteuid().is_root();
+    if !caps.user_namespaces || (root && !Path::new("/usr/bin/setpriv").exists()) {
+        let msg = "!!! unprivileged_launch NOT RUN: needs user namespaces (and setpriv when run as root) !!!";
+        assert!(
+            std::env::var_os("OUTPOST_TEST_REQUIRE_SANDBOX").is_none_or(|v| v != "1"),
+            "{msg}"
+        );
+        eprintln!("{msg}");
+        return;
+    }
+    let ws = workspace();
+    if root {
+        for p in [ws.path().to_owned(), ws.path().join(".git")] {
+            nix::unistd::chown(&p, Some(65534.into()), Some(65534.into()))
+                .expect("chown to nobody");
+        }
+    }
+    let script = "echo ok > in-ws && (echo x > .git/config) 2>/dev/null; a=$?; \
+        (echo x > /var/tmp/outpost-unpriv-escape) 2>/dev/null; b=$?; \
+        grep -c '^CapEff:\t0000000000000000' /proc/self/status; echo $a $b";
+    let exe = env!("CARGO_BIN_EXE_outpost");
+    let mut cmd = if root {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let o = cmd
+        .args(["sandbox", "-P", ":workspace", "--", "sh", "-c", script])
+        .current_dir(ws.path())
+        .output()
+        .expect("run outpost unprivileged");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "1\n2 2\n",
+        "{}",
+        stderr(&o)
+    );
+    assert!(ws.path().join("in-ws").exists());
+    assert!(!Path::new("/var/tmp/outpost-unpriv-escape").exists());
+}

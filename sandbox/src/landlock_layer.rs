@@ -1,0 +1,169 @@
+//! The Landlock layer: builds a ruleset (filesystem allow-list, TCP deny, scopes) for a
+//! [`ResolvedPolicy`] before fork, and restricts either a child (raw `landlock_restrict_self` on the
+//! prepared ruleset fd, allocation-free) or the current thread.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+use crate::resolve::{DEVICE_WRITE, ResolvedPolicy};
+
+/// Lowest Landlock ABI with TCP rules.
+const ABI_NET: u32 = 4;
+/// Lowest Landlock ABI with scopes (abstract unix sockets, signals).
+const ABI_SCOPE: u32 = 6;
+
+/// What the Landlock layer enforces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LandlockReport {
+    /// Kernel ABI the ruleset was built for (0: no Landlock).
+    pub abi: u32,
+    /// Filesystem allow-list enforced.
+    pub filesystem: bool,
+    /// TCP bind/connect denied (network restricted and ABI >= 4).
+    pub tcp_denied: bool,
+    /// Signals to processes outside the sandbox denied (ABI >= 6).
+    pub scope_signal: bool,
+    /// Abstract unix sockets outside the sandbox unreachable (network restricted and ABI >= 6).
+    pub scope_abstract_unix: bool,
+    /// Granted paths that do not exist on this host and were skipped.
+    pub skipped_paths: Vec<PathBuf>,
+}
+
+/// Failure to build or apply a Landlock ruleset.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LandlockError {
+    /// The kernel has no Landlock (the filesystem allow-list is a hard requirement).
+    #[error("the kernel has no Landlock support (filesystem allow-list unavailable)")]
+    Unsupported,
+    /// Creating the ruleset failed.
+    #[error("cannot create the Landlock ruleset")]
+    Create(#[source] landlock::RulesetError),
+    /// Adding the rule for a path failed.
+    #[error("cannot add a Landlock rule for {path}")]
+    AddRule {
+        /// The path.
+        path: PathBuf,
+        /// The Landlock error.
+        #[source]
+        source: landlock::RulesetError,
+    },
+    /// `landlock_restrict_self` failed.
+    #[error("cannot restrict the thread with Landlock")]
+    Restrict(#[source] landlock::RulesetError),
+    /// The kernel accepted the ruleset but reports it as not enforced.
+    #[error("Landlock reports the ruleset as not enforced")]
+    NotEnforced,
+}
+
+/// Builds the ruleset for `policy` on a kernel with Landlock ABI `abi`.
+pub(crate) fn build(
+    policy: &ResolvedPolicy,
+    abi: u32,
+) -> Result<(RulesetCreated, LandlockReport), LandlockError> {
+    if abi == 0 {
+        return Err(LandlockError::Unsupported);
+    }
+    let abi_enum = ABI::from(i32::try_from(abi).unwrap_or(i32::MAX));
+    let mut report = LandlockReport {
+        abi,
+        filesystem: true,
+        ..LandlockReport::default()
+    };
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi_enum))
+        .map_err(LandlockError::Create)?;
+    if policy.network_restricted() && abi >= ABI_NET {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi_enum))
+            .map_err(LandlockError::Create)?;
+        report.tcp_denied = true;
+    }
+    if abi >= ABI_SCOPE {
+        let mut scope = BitFlags::from(Scope::Signal);
+        report.scope_signal = true;
+        if policy.network_restricted() {
+            scope |= Scope::AbstractUnixSocket;
+            report.scope_abstract_unix = true;
+        }
+        ruleset = ruleset.scope(scope).map_err(LandlockError::Create)?;
+    }
+    let mut created = ruleset.create().map_err(LandlockError::Create)?;
+    let read = AccessFs::from_read(abi_enum);
+    let all = AccessFs::from_all(abi_enum);
+    let grants = policy
+        .readable
+        .iter()
+        .map(|p| (p.as_path(), read))
+        .chain(policy.writable.iter().map(|p| (p.as_path(), all)))
+        .chain(DEVICE_WRITE.iter().map(|p| (Path::new(p), all)));
+    for (path, access) in grants {
+        let Ok(fd) = PathFd::new(path) else {
+            report.skipped_paths.push(path.to_owned());
+            continue;
+        };
+        // Files only take file rights; BestEffort compatibility would silently drop the rule otherwise.
+        let access = if path.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi_enum)
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|source| LandlockError::AddRule {
+                path: path.to_owned(),
+                source,
+            })?;
+    }
+    Ok((created, report))
+}
+
+/// A built ruleset reduced to its fd, ready for a forked child.
+#[derive(Debug)]
+pub(crate) struct ChildRuleset {
+    fd: OwnedFd,
+}
+
+impl ChildRuleset {
+    pub(crate) fn new(created: RulesetCreated) -> Result<Self, LandlockError> {
+        let fd: Option<OwnedFd> = created.into();
+        fd.map(|fd| Self { fd }).ok_or(LandlockError::Unsupported)
+    }
+
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Applies the ruleset behind `fd` to the calling thread. Async-signal-safe: one syscall.
+/// `no_new_privs` must already be set (or the caller must hold `CAP_SYS_ADMIN`).
+pub(crate) fn restrict_raw(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: landlock_restrict_self takes an fd and a flags word; it reads no user memory. An invalid
+    // fd only yields EBADF.
+    let ret = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Restricts the calling thread with the ruleset for `policy` (Landlock restricts one thread and what
+/// it spawns later). Sets `no_new_privs` on the thread.
+pub(crate) fn restrict_thread(
+    policy: &ResolvedPolicy,
+    abi: u32,
+) -> Result<LandlockReport, LandlockError> {
+    let (created, report) = build(policy, abi)?;
+    let status = created.restrict_self().map_err(LandlockError::Restrict)?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(LandlockError::NotEnforced);
+    }
+    Ok(report)
+}

@@ -1,0 +1,234 @@
+//! The mount-namespace layer, run in the child before Landlock: a private mount namespace (inside a new
+//! user namespace when not root) where
+//! 1. the whole tree is made read-only (as root, uid 0 still owns system files even without
+//!    capabilities, and Landlock does not cover chmod, chown, xattrs or utimes),
+//! 2. each writable root is bind-mounted onto itself and made writable again,
+//! 3. protected subpaths (`.git`, `.codex`, `.agents`) are bind-mounted read-only (renaming them away then
+//!    fails with `EBUSY`),
+//! 4. denied directories get an empty read-only tmpfs with mode 000, denied files a read-only, `nodev`
+//!    bind of `/dev/null` (so opening them fails with `EACCES`),
+//! 5. the working directory is re-entered so it refers to the new mounts.
+//!
+//! Everything is prepared as C strings before fork (`MountPlan::new`); applying the plan in the child
+//! only makes syscalls.
+
+use std::ffi::{CString, NulError};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::child::{Step, check};
+use crate::resolve::ResolvedPolicy;
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+
+/// `struct mount_attr` from `<linux/mount.h>` (not in the libc crate).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Failure to prepare the mount plan.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// A path contains a NUL byte.
+    #[error("path {path} contains a NUL byte")]
+    Nul {
+        /// The path.
+        path: PathBuf,
+        /// The conversion error.
+        #[source]
+        source: NulError,
+    },
+}
+
+/// User namespace set-up for unprivileged launches: identity maps for the caller's uid and gid.
+#[derive(Debug)]
+struct UserNs {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+/// Everything the child needs for the mount layer, allocated before fork.
+#[derive(Debug)]
+pub(crate) struct MountPlan {
+    userns: Option<UserNs>,
+    read_only_system: bool,
+    writable: Vec<CString>,
+    protected: Vec<CString>,
+    denied_dirs: Vec<CString>,
+    denied_files: Vec<CString>,
+    cwd: CString,
+}
+
+fn cstr(p: &Path) -> Result<CString, MountError> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|source| MountError::Nul {
+        path: p.to_owned(),
+        source,
+    })
+}
+
+fn cstrs<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Result<Vec<CString>, MountError> {
+    paths.map(|p| cstr(p)).collect()
+}
+
+impl MountPlan {
+    /// Prepares the plan. With `userns` the namespace is created inside a new user namespace that
+    /// maps the caller's ids onto themselves (no `CAP_SYS_ADMIN` needed). `read_only_system` adds the
+    /// read-only remount of everything but the writable roots (for uid 0).
+    pub(crate) fn new(
+        policy: &ResolvedPolicy,
+        userns: bool,
+        read_only_system: bool,
+    ) -> Result<Self, MountError> {
+        let userns = userns.then(|| {
+            // SAFETY: getuid/getgid cannot fail and touch no memory.
+            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            UserNs {
+                uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+                gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            }
+        });
+        let existing = |p: &&PathBuf| p.exists();
+        let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = policy
+            .denied
+            .iter()
+            .filter(existing)
+            .partition(|p| p.is_dir());
+        Ok(Self {
+            userns,
+            read_only_system,
+            writable: cstrs(policy.writable.iter().filter(existing))?,
+            protected: cstrs(policy.protected.iter())?,
+            denied_dirs: cstrs(dirs.into_iter())?,
+            denied_files: cstrs(files.into_iter())?,
+            cwd: cstr(&policy.cwd)?,
+        })
+    }
+
+    /// Whether the plan uses a user namespace.
+    pub(crate) fn uses_userns(&self) -> bool {
+        self.userns.is_some()
+    }
+
+    /// Runs the plan in the child. Async-signal-safe: syscalls on prepared data only.
+    pub(crate) fn apply(&self) -> std::io::Result<()> {
+        let mut flags = libc::CLONE_NEWNS;
+        if self.userns.is_some() {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        // SAFETY: unshare takes a flags word only.
+        check(Step::Unshare, unsafe { libc::unshare(flags) })?;
+        if let Some(ns) = &self.userns {
+            write_file(c"/proc/self/setgroups", b"deny", Step::UidMap)?;
+            write_file(c"/proc/self/uid_map", &ns.uid_map, Step::UidMap)?;
+            write_file(c"/proc/self/gid_map", &ns.gid_map, Step::UidMap)?;
+        }
+        // Keep our mounts from propagating back to the host namespace.
+        mount(
+            None,
+            c"/",
+            None,
+            libc::MS_REC | libc::MS_PRIVATE,
+            Step::MakePrivate,
+        )?;
+        if self.read_only_system {
+            set_attr(c"/", true, MOUNT_ATTR_RDONLY, 0, Step::ReadOnlySystem)?;
+            for w in &self.writable {
+                mount(
+                    Some(w),
+                    w,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    Step::BindWritable,
+                )?;
+                set_attr(w, false, 0, MOUNT_ATTR_RDONLY, Step::BindWritable)?;
+            }
+        }
+        for p in &self.protected {
+            mount(
+                Some(p),
+                p,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                Step::Protect,
+            )?;
+            set_attr(p, true, MOUNT_ATTR_RDONLY, 0, Step::Protect)?;
+        }
+        let hidden = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        for d in &self.denied_dirs {
+            mount(Some(c"tmpfs"), d, Some(c"tmpfs"), hidden, Step::DenyDir)?;
+        }
+        for f in &self.denied_files {
+            // A nodev bind of /dev/null: opening the path for reading or writing fails with EACCES.
+            mount(Some(c"/dev/null"), f, None, libc::MS_BIND, Step::DenyFile)?;
+            let attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
+            set_attr(f, false, attrs, 0, Step::DenyFile)?;
+        }
+        // SAFETY: `cwd` is a valid NUL-terminated path owned by the plan.
+        check(Step::Chdir, unsafe { libc::chdir(self.cwd.as_ptr()) })
+    }
+}
+
+fn mount(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+    step: Step,
+) -> std::io::Result<()> {
+    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), std::ffi::CStr::as_ptr);
+    let data = if fstype.is_some() {
+        c"mode=000,size=4k".as_ptr().cast()
+    } else {
+        std::ptr::null()
+    };
+    // SAFETY: every pointer is null or a NUL-terminated string that outlives the call.
+    let ret = unsafe { libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, data) };
+    check(step, ret)
+}
+
+fn set_attr(
+    path: &std::ffi::CStr,
+    recursive: bool,
+    set: u64,
+    clear: u64,
+    step: Step,
+) -> std::io::Result<()> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    // SAFETY: `path` is NUL-terminated and `attr` is a correctly sized `struct mount_attr` on our
+    // stack; the kernel only reads both during the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(step, if ret == 0 { 0 } else { -1 })
+}
+
+fn write_file(path: &std::ffi::CStr, data: &[u8], step: Step) -> std::io::Result<()> {
+    // SAFETY: `path` is NUL-terminated; open returns a new fd or -1.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    check(step, fd)?;
+    // SAFETY: `data` is a valid buffer of `data.len()` bytes; `fd` is the fd opened above.
+    let written = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let ok = usize::try_from(written).is_ok_and(|n| n == data.len());
+    // SAFETY: closing the fd we opened; errors on close are irrelevant for procfs writes.
+    unsafe { libc::close(fd) };
+    check(step, if ok { 0 } else { -1 })
+}
