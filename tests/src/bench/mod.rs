@@ -5,9 +5,11 @@
 //! # Layout
 //! - [`report`]: rows, the markdown table, JSON output and README regeneration.
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
+//! - [`http`]: HTTP proxy latency, SSE event latency and download throughput vs direct reqwest.
 //! - [`process`]: exec round trips, output throughput, many concurrent processes, executor RSS.
 
 pub mod fs;
+pub mod http;
 pub mod process;
 pub mod report;
 

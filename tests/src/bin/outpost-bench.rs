@@ -50,6 +50,12 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("filesystem section")?,
     );
+    eprintln!("outpost-bench: http proxy section ...");
+    rows.extend(
+        bench::http::run(args.quick)
+            .await
+            .context("http proxy section")?,
+    );
     let table = report::markdown(&rows);
     println!("{table}");
     let json_path = args
