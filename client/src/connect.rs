@@ -57,6 +57,8 @@ pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Execut
             .keep_alive_while_idle(true)
             .initial_stream_window_size(4 * 1024 * 1024)
             .initial_connection_window_size(16 * 1024 * 1024)
+            // Bulk streams (ReadFile, HTTP downloads) cost fewer frames with large HTTP/2 frames.
+            .max_frame_size(256 * 1024)
     };
     let local = endpoint(&http::Uri::from_static(LOCAL_URI));
     let connect_err = |source| ClientError::Connect {

@@ -62,11 +62,32 @@ pub struct BodyLimits {
 
 type Outbound = mpsc::Sender<Result<pb::FetchResponse, Status>>;
 
+/// Most already-buffered upstream chunks merged into one body frame.
+const READY_CHUNKS: usize = 8;
+
+/// Concatenates ready chunks up to the first error, which is returned separately.
+fn merge(chunks: Vec<reqwest::Result<Bytes>>) -> (Vec<u8>, Option<reqwest::Error>) {
+    let size = chunks
+        .iter()
+        .map(|c| c.as_ref().map_or(0, Bytes::len))
+        .sum();
+    let mut data = Vec::with_capacity(size);
+    for chunk in chunks {
+        match chunk {
+            Ok(bytes) => data.extend_from_slice(&bytes),
+            Err(err) => return (data, Some(err)),
+        }
+    }
+    (data, None)
+}
+
 /// Forwards `response`'s body to `tx` as body frames, then an end frame. Returns when the body is done,
 /// a limit is hit, or the client has gone (the response is then dropped, which aborts the upstream
 /// transfer).
 pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits: BodyLimits) {
-    let mut body = response.bytes_stream();
+    // Chunks that are already buffered go out as one message (never waiting for more), which keeps
+    // per-message costs off bulk downloads while an SSE event still leaves as soon as it arrives.
+    let mut body = response.bytes_stream().ready_chunks(READY_CHUNKS);
     let mut sent = 0u64;
     let result = loop {
         let next = tokio::select! {
@@ -79,7 +100,7 @@ pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits:
             }
             next = tokio::time::timeout(limits.idle, body.next()) => next,
         };
-        let chunk = match next {
+        let chunks = match next {
             Err(_) => {
                 break Err(HttpError::Timeout {
                     which: "idle",
@@ -87,22 +108,27 @@ pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits:
                 });
             }
             Ok(None) => break Ok(()),
-            Ok(Some(Err(err))) => break Err(HttpError::Upstream(err)),
-            Ok(Some(Ok(chunk))) => chunk,
+            Ok(Some(chunks)) => chunks,
         };
-        sent += chunk.len() as u64;
+        let (data, failure) = merge(chunks);
+        sent += data.len() as u64;
         if sent > limits.max_bytes {
             break Err(HttpError::ResponseTooLarge {
                 limit: limits.max_bytes,
             });
         }
-        let frame = pb::fetch_response::Frame::Body(chunk.to_vec());
-        if tx
-            .send(Ok(pb::FetchResponse { frame: Some(frame) }))
-            .await
-            .is_err()
-        {
-            return;
+        if !data.is_empty() {
+            let frame = pb::fetch_response::Frame::Body(data);
+            if tx
+                .send(Ok(pb::FetchResponse { frame: Some(frame) }))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if let Some(err) = failure {
+            break Err(HttpError::Upstream(err));
         }
     };
     let end = match &result {
