@@ -202,6 +202,34 @@ mod tests {
         assert_eq!(classify(ip("2606:4700::1")), AddressClass::Public);
     }
 
+    /// The resolver hands reqwest exactly the addresses it vetted (so no second lookup can differ),
+    /// and refuses a name when any of its addresses is denied.
+    #[tokio::test]
+    async fn resolver_returns_only_vetted_addresses() {
+        use reqwest::dns::Resolve;
+        let policy = HttpOptions::default().addresses;
+        let name: reqwest::dns::Name = "localhost".parse().unwrap();
+        let addrs: Vec<_> = GuardedResolver::new(policy)
+            .resolve(name)
+            .await
+            .unwrap()
+            .collect();
+        assert!(
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()),
+            "{addrs:?}"
+        );
+        let strict = AddressPolicy {
+            loopback: false,
+            ..policy
+        };
+        let name: reqwest::dns::Name = "localhost".parse().unwrap();
+        let Err(err) = GuardedResolver::new(strict).resolve(name).await else {
+            panic!("loopback must be refused");
+        };
+        let denied = err.downcast_ref::<Denied>().expect("a policy denial");
+        assert_eq!(denied.rule, "allow_loopback = false");
+    }
+
     #[test]
     fn default_policy_denies_metadata_literal_and_names_rule() {
         let options = HttpOptions::default();
