@@ -161,8 +161,15 @@ fn sandbox_settings(cfg: &ServerConfig) -> anyhow::Result<SandboxSettings> {
     if let Some(path) = &cfg.profiles_file {
         settings.profiles = ProfileConfig::load(path)?;
     }
-    if let Some(name) = cfg.default_profile.clone().or_else(|| settings.profiles.default_profile.clone()) {
-        settings.profiles.profile(&name).with_context(|| format!("invalid default profile {name:?}"))?;
+    if let Some(name) = cfg
+        .default_profile
+        .clone()
+        .or_else(|| settings.profiles.default_profile.clone())
+    {
+        settings
+            .profiles
+            .profile(&name)
+            .with_context(|| format!("invalid default profile {name:?}"))?;
         settings.default_profile = name;
     }
     settings.managed = match &cfg.managed_config {
@@ -171,7 +178,9 @@ fn sandbox_settings(cfg: &ServerConfig) -> anyhow::Result<SandboxSettings> {
     };
     settings.allow_degraded = cfg.allow_degraded;
     if cfg.allow_degraded {
-        tracing::warn!("--allow-degraded: processes may run with sandbox layers missing (reported per launch)");
+        tracing::warn!(
+            "--allow-degraded: processes may run with sandbox layers missing (reported per launch)"
+        );
     }
     Ok(settings)
 }

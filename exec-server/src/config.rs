@@ -139,9 +139,13 @@ impl LimitsConfig {
     pub fn process(&self) -> crate::process::ProcessConfig {
         let d = crate::process::ProcessConfig::default();
         crate::process::ProcessConfig {
-            detach_ttl: self.detach_ttl_ms.map_or(d.detach_ttl, Duration::from_millis),
+            detach_ttl: self
+                .detach_ttl_ms
+                .map_or(d.detach_ttl, Duration::from_millis),
             output_ring_bytes: self.output_ring_bytes.unwrap_or(d.output_ring_bytes),
-            exit_retention: self.exit_retention_ms.map_or(d.exit_retention, Duration::from_millis),
+            exit_retention: self
+                .exit_retention_ms
+                .map_or(d.exit_retention, Duration::from_millis),
             ..d
         }
     }

@@ -3,6 +3,7 @@
 //! checks the targets.
 //!
 //! # Layout
+//! - [`sandbox`]: `outpost sandbox` launch overhead vs a plain spawn and bwrap.
 //! - [`report`]: rows, the markdown table, JSON output and README regeneration.
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
 //! - [`process`]: exec round trips, output throughput, many concurrent processes, executor RSS.
@@ -10,6 +11,7 @@
 pub mod fs;
 pub mod process;
 pub mod report;
+pub mod sandbox;
 
 use std::time::Duration;
 

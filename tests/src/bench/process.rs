@@ -33,15 +33,26 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
     for profile in [":danger-full-access", ":workspace"] {
         let took = exec_median(&session, profile, n).await?;
         rows.push(
-            Row::new(SECTION, format!("exec `true` round trip, warm channel, {profile}"), ms(took), "ms")
-                .baseline("local spawn+wait", ms(local))
-                .target("median <= 3 ms", ms(took) <= 3.0),
+            Row::new(
+                SECTION,
+                format!("exec `true` round trip, warm channel, {profile}"),
+                ms(took),
+                "ms",
+            )
+            .baseline("local spawn+wait", ms(local))
+            .target("median <= 3 ms", ms(took) <= 3.0),
         );
     }
     rows.push(throughput(&session, if quick { 256 } else { 1024 }).await?);
     rows.extend(concurrent(&session, &server, if quick { 200 } else { 1000 }).await?);
     rows.push(
-        Row::new(SECTION, "executor idle RSS", idle_rss as f64 / 1024.0, "MiB").target("<= 20 MB", idle_rss as f64 * 1024.0 <= 20e6),
+        Row::new(
+            SECTION,
+            "executor idle RSS",
+            idle_rss as f64 / 1024.0,
+            "MiB",
+        )
+        .target("<= 20 MB", idle_rss as f64 * 1024.0 <= 20e6),
     );
     Ok(rows)
 }
@@ -50,7 +61,11 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
 pub fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -79,7 +94,10 @@ async fn exec_median(session: &Session, profile: &str, n: usize) -> anyhow::Resu
         let t = Instant::now();
         let pid = session.start(request(&["true"], profile)).await?.process_id;
         let exit = session.follow(&pid, 0, |_| Ok(())).await?;
-        anyhow::ensure!(exit.code == Some(0), "true failed under {profile}: {exit:?}");
+        anyhow::ensure!(
+            exit.code == Some(0),
+            "true failed under {profile}: {exit:?}"
+        );
         samples.push(t.elapsed());
     }
     Ok(percentile(&mut samples, 50.0))
@@ -89,7 +107,10 @@ async fn throughput(session: &Session, mib: u64) -> anyhow::Result<Row> {
     let bytes = mib * 1024 * 1024;
     let script = format!("head -c {bytes} /dev/zero");
     let t = Instant::now();
-    let mut child = tokio::process::Command::new("sh").args(["-c", &script]).stdout(std::process::Stdio::piped()).spawn()?;
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
     let mut out = child.stdout.take().expect("piped stdout");
     let mut buf = vec![0u8; 256 * 1024];
     let mut local_total = 0u64;
@@ -103,7 +124,10 @@ async fn throughput(session: &Session, mib: u64) -> anyhow::Result<Row> {
     child.wait().await?;
     let local = t.elapsed();
     let t = Instant::now();
-    let pid = session.start(request(&["sh", "-c", &script], ":workspace")).await?.process_id;
+    let pid = session
+        .start(request(&["sh", "-c", &script], ":workspace"))
+        .await?
+        .process_id;
     let mut total = 0u64;
     session
         .follow(&pid, 0, |e| {
@@ -114,14 +138,26 @@ async fn throughput(session: &Session, mib: u64) -> anyhow::Result<Row> {
         })
         .await?;
     let remote = t.elapsed();
-    anyhow::ensure!(total == bytes && local_total == bytes, "short output: {total} / {local_total} of {bytes}");
+    anyhow::ensure!(
+        total == bytes && local_total == bytes,
+        "short output: {total} / {local_total} of {bytes}"
+    );
     let gbps = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
-    Ok(Row::new(SECTION, format!("output throughput, {mib} MiB of /dev/zero"), gbps(remote), "GB/s")
-        .baseline("local pipe", gbps(local))
-        .target(">= 1 GB/s", gbps(remote) >= 1.0))
+    Ok(Row::new(
+        SECTION,
+        format!("output throughput, {mib} MiB of /dev/zero"),
+        gbps(remote),
+        "GB/s",
+    )
+    .baseline("local pipe", gbps(local))
+    .target(">= 1 GB/s", gbps(remote) >= 1.0))
 }
 
-async fn concurrent(session: &Arc<Session>, server: &ServeProcess, n: usize) -> anyhow::Result<Vec<Row>> {
+async fn concurrent(
+    session: &Arc<Session>,
+    server: &ServeProcess,
+    n: usize,
+) -> anyhow::Result<Vec<Row>> {
     let pid = server.pid().unwrap_or(0);
     let peak = Arc::new(std::sync::atomic::AtomicU64::new(rss_kib(pid)));
     let sampler = {
@@ -138,7 +174,10 @@ async fn concurrent(session: &Arc<Session>, server: &ServeProcess, n: usize) -> 
     for _ in 0..n {
         let session = session.clone();
         tasks.spawn(async move {
-            let pid = session.start(request(&["sh", "-c", "echo hi"], ":workspace")).await?.process_id;
+            let pid = session
+                .start(request(&["sh", "-c", "echo hi"], ":workspace"))
+                .await?
+                .process_id;
             let exit = session.follow(&pid, 0, |_| Ok(())).await?;
             anyhow::ensure!(exit.code == Some(0), "{exit:?}");
             Ok::<_, anyhow::Error>(())
@@ -150,7 +189,17 @@ async fn concurrent(session: &Arc<Session>, server: &ServeProcess, n: usize) -> 
     let took = t.elapsed();
     sampler.abort();
     Ok(vec![
-        Row::new(SECTION, format!("{n} concurrent short processes (:workspace), total"), ms(took), "ms"),
-        Row::new(SECTION, format!("executor peak RSS during {n} concurrent processes"), peak.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1024.0, "MiB"),
+        Row::new(
+            SECTION,
+            format!("{n} concurrent short processes (:workspace), total"),
+            ms(took),
+            "ms",
+        ),
+        Row::new(
+            SECTION,
+            format!("executor peak RSS during {n} concurrent processes"),
+            peak.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1024.0,
+            "MiB",
+        ),
     ])
 }

@@ -66,15 +66,26 @@ async fn battery(client: &Executor) -> anyhow::Result<()> {
     let killed = run(&session, sh("kill -TERM $$")).await?.exit;
     assert_eq!((killed.code, killed.signal), (None, Some(15)));
     // Binary-safe output: every byte value, and stdout/stderr each in order.
-    let all_bytes = run(&session, sh(r#"i=0; while [ $i -lt 256 ]; do printf "\\$(printf %o $i)"; i=$((i+1)); done"#)).await?;
+    let all_bytes = run(
+        &session,
+        sh(r#"i=0; while [ $i -lt 256 ]; do printf "\\$(printf %o $i)"; i=$((i+1)); done"#),
+    )
+    .await?;
     assert_eq!(all_bytes.stdout, (0..=255u8).collect::<Vec<_>>());
-    let interleaved = run(&session, sh("for i in $(seq 1 200); do echo out$i; echo err$i >&2; done")).await?;
+    let interleaved = run(
+        &session,
+        sh("for i in $(seq 1 200); do echo out$i; echo err$i >&2; done"),
+    )
+    .await?;
     let expect = |p: &str| (1..=200).map(|i| format!("{p}{i}\n")).collect::<String>();
     assert_eq!(String::from_utf8(interleaved.stdout)?, expect("out"));
     assert_eq!(String::from_utf8(interleaved.stderr)?, expect("err"));
     // Profile in the environment; a stale inherited/overlaid value is overridden.
     let mut req = sh("echo $CODEX_PERMISSION_PROFILE");
-    req.env.insert("CODEX_PERMISSION_PROFILE".into(), ":danger-full-access".into());
+    req.env.insert(
+        "CODEX_PERMISSION_PROFILE".into(),
+        ":danger-full-access".into(),
+    );
     req.sandbox = Some(pb::start_request::Sandbox::Profile(":workspace".into()));
     assert_eq!(run(&session, req).await?.stdout, b":workspace\n");
     // Timeouts kill the group and say so.
@@ -84,7 +95,11 @@ async fn battery(client: &Executor) -> anyhow::Result<()> {
     assert!(timed.timed_out && timed.signal == Some(9), "{timed:?}");
     // rlimits tighten.
     let mut req = sh("ulimit -n");
-    req.rlimits.push(pb::Rlimit { resource: "nofile".into(), soft: 64, hard: 64 });
+    req.rlimits.push(pb::Rlimit {
+        resource: "nofile".into(),
+        soft: 64,
+        hard: 64,
+    });
     assert_eq!(run(&session, req).await?.stdout, b"64\n");
     Ok(())
 }
@@ -108,7 +123,10 @@ async fn stdin_round_trip_with_idempotent_retries() -> anyhow::Result<()> {
     req.pipe_stdin = true;
     let pid = session.start(req).await?.process_id;
     assert!(!session.write_stdin(&pid, b"hello ".to_vec(), "w1").await?);
-    assert!(session.write_stdin(&pid, b"hello ".to_vec(), "w1").await?, "a retried write is a duplicate");
+    assert!(
+        session.write_stdin(&pid, b"hello ".to_vec(), "w1").await?,
+        "a retried write is a duplicate"
+    );
     session.write_stdin(&pid, b"world".to_vec(), "w2").await?;
     session.close_stdin(&pid).await?;
     let mut out = Vec::new();
@@ -122,7 +140,10 @@ async fn stdin_round_trip_with_idempotent_retries() -> anyhow::Result<()> {
         .await?;
     assert_eq!((out.as_slice(), exit.code), (&b"hello world"[..], Some(0)));
     let closed = session.write_stdin(&pid, b"late".to_vec(), "w3").await;
-    assert_eq!(closed.unwrap_err().status().map(tonic::Status::code), Some(tonic::Code::FailedPrecondition));
+    assert_eq!(
+        closed.unwrap_err().status().map(tonic::Status::code),
+        Some(tonic::Code::FailedPrecondition)
+    );
     Ok(())
 }
 
@@ -130,8 +151,13 @@ async fn stdin_round_trip_with_idempotent_retries() -> anyhow::Result<()> {
 async fn pty_is_a_terminal_and_resizes() -> anyhow::Result<()> {
     let (_server, client) = unix_executor().await?;
     let session = client.attach(None, None).await?;
-    let mut req = sh("[ -t 0 ] && [ -t 1 ] && echo isatty; stty size; read _; stty size; echo $CODEX_PERMISSION_PROFILE");
-    req.tty = Some(pb::TtySize { rows: 30, cols: 100 });
+    let mut req = sh(
+        "[ -t 0 ] && [ -t 1 ] && echo isatty; stty size; read _; stty size; echo $CODEX_PERMISSION_PROFILE",
+    );
+    req.tty = Some(pb::TtySize {
+        rows: 30,
+        cols: 100,
+    });
     let pid = session.start(req).await?.process_id;
     tokio::time::sleep(Duration::from_millis(300)).await;
     session.resize(&pid, 40, 132).await?;
@@ -148,7 +174,10 @@ async fn pty_is_a_terminal_and_resizes() -> anyhow::Result<()> {
         .await?;
     let text = String::from_utf8_lossy(&out).replace('\r', "");
     assert!(text.contains("isatty\n30 100\n"), "{text:?}");
-    assert!(text.contains("40 132\n"), "resize is visible to the program: {text:?}");
+    assert!(
+        text.contains("40 132\n"),
+        "resize is visible to the program: {text:?}"
+    );
     assert!(text.contains(":workspace"), "{text:?}");
     Ok(())
 }
@@ -164,8 +193,11 @@ async fn no_named_profile_removes_the_variable() -> anyhow::Result<()> {
         "sandboxCwd": format!("file://{}", tmp.display()),
     });
     let mut req = sh("echo \"[${CODEX_PERMISSION_PROFILE-unset}]\"");
-    req.env.insert("CODEX_PERMISSION_PROFILE".into(), ":workspace".into());
-    req.sandbox = Some(pb::start_request::Sandbox::SandboxStateJson(state.to_string()));
+    req.env
+        .insert("CODEX_PERMISSION_PROFILE".into(), ":workspace".into());
+    req.sandbox = Some(pb::start_request::Sandbox::SandboxStateJson(
+        state.to_string(),
+    ));
     assert_eq!(run(&session, req).await?.stdout, b"[unset]\n");
     Ok(())
 }
@@ -175,10 +207,16 @@ async fn sandbox_refusal_is_visible_in_the_exit_event() -> anyhow::Result<()> {
     let (_server, client) = unix_executor().await?;
     let session = client.attach(None, None).await?;
     let mut req = start_req(&["true"]);
-    req.sandbox = Some(pb::start_request::Sandbox::Profile(":danger-full-access".into()));
+    req.sandbox = Some(pb::start_request::Sandbox::Profile(
+        ":danger-full-access".into(),
+    ));
     let exit = run(&session, req).await?.exit;
     assert!(exit.sandbox_denied, "{exit:?}");
-    assert!(exit.message.contains("allow_unsandboxed"), "the message names the rule: {}", exit.message);
+    assert!(
+        exit.message.contains("allow_unsandboxed"),
+        "the message names the rule: {}",
+        exit.message
+    );
     Ok(())
 }
 
@@ -193,21 +231,56 @@ fn code_of(result: Result<impl std::fmt::Debug, ClientError>) -> tonic::Code {
 async fn bad_input_is_a_clear_error() -> anyhow::Result<()> {
     let (_server, client) = unix_executor().await?;
     let session = client.attach(None, None).await?;
-    assert_eq!(code_of(session.start(start_req(&[])).await), tonic::Code::InvalidArgument);
-    assert_eq!(code_of(session.start(pb::StartRequest { cwd: "rel".into(), ..start_req(&["true"]) }).await), tonic::Code::InvalidArgument);
-    assert_eq!(code_of(session.start(start_req(&["ec\0ho"])).await), tonic::Code::InvalidArgument);
+    assert_eq!(
+        code_of(session.start(start_req(&[])).await),
+        tonic::Code::InvalidArgument
+    );
+    assert_eq!(
+        code_of(
+            session
+                .start(pb::StartRequest {
+                    cwd: "rel".into(),
+                    ..start_req(&["true"])
+                })
+                .await
+        ),
+        tonic::Code::InvalidArgument
+    );
+    assert_eq!(
+        code_of(session.start(start_req(&["ec\0ho"])).await),
+        tonic::Code::InvalidArgument
+    );
     let mut nul_env = start_req(&["true"]);
     nul_env.env.insert("A".into(), "b\0c".into());
-    assert_eq!(code_of(session.start(nul_env).await), tonic::Code::InvalidArgument);
+    assert_eq!(
+        code_of(session.start(nul_env).await),
+        tonic::Code::InvalidArgument
+    );
     let mut huge = start_req(&["true"]);
     huge.env = HashMap::from([("HUGE".to_owned(), "x".repeat(4 * 1024 * 1024))]);
-    assert_eq!(code_of(session.start(huge).await), tonic::Code::InvalidArgument);
-    assert_eq!(code_of(session.signal("nope", pb::SignalKind::Term).await), tonic::Code::NotFound);
+    assert_eq!(
+        code_of(session.start(huge).await),
+        tonic::Code::InvalidArgument
+    );
+    assert_eq!(
+        code_of(session.signal("nope", pb::SignalKind::Term).await),
+        tonic::Code::NotFound
+    );
     let mut named = start_req(&["sleep", "5"]);
     named.process_id = "same".into();
     session.start(named.clone()).await?;
-    assert_eq!(code_of(session.start(named).await), tonic::Code::AlreadyExists);
-    assert_eq!(code_of(session.start(start_req(&["definitely-not-a-program"])).await), tonic::Code::NotFound);
+    assert_eq!(
+        code_of(session.start(named).await),
+        tonic::Code::AlreadyExists
+    );
+    assert_eq!(
+        code_of(
+            session
+                .start(start_req(&["definitely-not-a-program"]))
+                .await
+        ),
+        tonic::Code::NotFound
+    );
     session.signal("same", pb::SignalKind::Kill).await?;
     client.info().await?; // still serving
     Ok(())
@@ -225,7 +298,12 @@ async fn attaching_twice_fails_and_resume_works() -> anyhow::Result<()> {
     let again = client.attach(Some("s1"), None).await?;
     assert!(again.resumed());
     let listed = again.list().await?;
-    assert!(listed.iter().any(|p| p.process_id == pid && p.state() == pb::ProcessState::Running), "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .any(|p| p.process_id == pid && p.state() == pb::ProcessState::Running),
+        "{listed:?}"
+    );
     again.signal(&pid, pb::SignalKind::Kill).await?;
     Ok(())
 }

@@ -32,7 +32,10 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
     let server = InProcessExecutor::start(Transport::Unix).await?;
     let client = server.connect().await?;
     let session = client.attach(None, None).await?;
-    let pid = session.start(cmd(&format!("yes 0123456789abcdef | head -c {TOTAL}"))).await?.process_id;
+    let pid = session
+        .start(cmd(&format!("yes 0123456789abcdef | head -c {TOTAL}")))
+        .await?
+        .process_id;
     let (mut received, mut last_seq, mut since_ack) = (0u64, 0u64, 0usize);
     // First connection: read about a third, acknowledging as a well-behaved reader does, then vanish
     // without acknowledging the tail (it was delivered but, as far as the executor knows, maybe lost).
@@ -41,7 +44,10 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
         while received < TOTAL / 3 {
             let event = stream.message().await?.expect("stream continues");
             if let Some(pb::process_event::Event::Output(out)) = &event.event {
-                assert!(check_pattern(&out.data, received), "corrupt data at {received}");
+                assert!(
+                    check_pattern(&out.data, received),
+                    "corrupt data at {received}"
+                );
                 received += out.data.len() as u64;
                 since_ack += out.data.len();
             }
@@ -58,10 +64,15 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
         .follow(&pid, last_seq, |event| {
             match &event.event {
                 Some(pb::process_event::Event::Output(out)) => {
-                    assert!(check_pattern(&out.data, received), "corrupt or duplicated data at {received}");
+                    assert!(
+                        check_pattern(&out.data, received),
+                        "corrupt or duplicated data at {received}"
+                    );
                     received += out.data.len() as u64;
                 }
-                Some(pb::process_event::Event::Gap(gap)) => panic!("lost events after resume: {gap:?}"),
+                Some(pb::process_event::Event::Gap(gap)) => {
+                    panic!("lost events after resume: {gap:?}")
+                }
                 Some(pb::process_event::Event::Exit(e)) => exit = Some(e.clone()),
                 _ => {}
             }
@@ -76,7 +87,11 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
 fn alive(pid: u32) -> bool {
     // A zombie has exited already; only count processes that still run.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
         .unwrap_or(false)
 }
 
@@ -84,11 +99,22 @@ fn alive(pid: u32) -> bool {
 fn group_members(pgid: u32) -> Vec<u32> {
     let mut members = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         // After "pid (comm)": state ppid pgrp ...
-        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) && fields.first() != Some(&"Z") {
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
+            && fields.first() != Some(&"Z")
+        {
             members.push(pid);
         }
     }
@@ -120,10 +146,16 @@ async fn detach_ttl_expiry_kills_the_whole_process_group() -> anyhow::Result<()>
     let session = client.attach(None, None).await?;
     let started = session.start(cmd("sleep 300 & sleep 300 & wait")).await?;
     let pgid = started.pid;
-    assert!(wait_until(|| group_members(pgid).len() >= 3, Duration::from_secs(5)).await, "shell and two sleeps run");
+    assert!(
+        wait_until(|| group_members(pgid).len() >= 3, Duration::from_secs(5)).await,
+        "shell and two sleeps run"
+    );
     drop(session);
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(group_members(pgid).len() >= 3, "still running within the TTL");
+    assert!(
+        group_members(pgid).len() >= 3,
+        "still running within the TTL"
+    );
     assert!(
         wait_until(|| group_members(pgid).is_empty(), Duration::from_secs(5)).await,
         "survivors after TTL expiry: {:?}",
@@ -138,18 +170,29 @@ async fn executor_sigkill_leaves_no_sandboxed_child() -> anyhow::Result<()> {
     let client = server.connect().await?;
     let session = client.attach(None, None).await?;
     let started = session.start(cmd("exec sleep 300")).await?;
-    assert!(started.sandbox.as_ref().is_some_and(|s| s.sandboxed), "the default profile sandboxes");
+    assert!(
+        started.sandbox.as_ref().is_some_and(|s| s.sandboxed),
+        "the default profile sandboxes"
+    );
     assert!(alive(started.pid));
     let executor = nix::unistd::Pid::from_raw(i32::try_from(server.pid().expect("running"))?);
     nix::sys::signal::kill(executor, nix::sys::signal::Signal::SIGKILL)?;
-    assert!(wait_until(|| !alive(started.pid), Duration::from_secs(5)).await, "child {} survived its executor", started.pid);
+    assert!(
+        wait_until(|| !alive(started.pid), Duration::from_secs(5)).await,
+        "child {} survived its executor",
+        started.pid
+    );
     Ok(())
 }
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -160,7 +203,10 @@ async fn slow_reader_with_fast_writer_keeps_executor_memory_bounded() -> anyhow:
     let client = server.connect().await?;
     let session = client.attach(None, None).await?;
     let before = rss_kib(pid);
-    let process = session.start(cmd("head -c 2000000000 /dev/zero")).await?.process_id;
+    let process = session
+        .start(cmd("head -c 2000000000 /dev/zero"))
+        .await?
+        .process_id;
     let mut stream = session.events(&process, 0, false).await?;
     let mut peak = before;
     for _ in 0..40 {
@@ -171,6 +217,9 @@ async fn slow_reader_with_fast_writer_keeps_executor_memory_bounded() -> anyhow:
     session.signal(&process, pb::SignalKind::Kill).await?;
     let grown_mib = (peak.saturating_sub(before)) / 1024;
     // Bound: the 1 MiB ring plus HTTP/2 windows (4 MiB stream, 16 MiB connection) and allocator slack.
-    assert!(grown_mib < 48, "executor grew by {grown_mib} MiB while the writer produced far more");
+    assert!(
+        grown_mib < 48,
+        "executor grew by {grown_mib} MiB while the writer produced far more"
+    );
     Ok(())
 }
