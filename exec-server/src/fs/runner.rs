@@ -239,9 +239,15 @@ mod tests {
     async fn runs_off_the_runtime_and_never_ignores_a_profile() {
         let runner = OpRunner::new();
         let runtime_thread = std::thread::current().id();
-        let worker_thread = runner.run("", || Ok(std::thread::current().id())).await.unwrap();
+        let worker_thread = runner
+            .run("", || Ok(std::thread::current().id()))
+            .await
+            .unwrap();
         assert_ne!(worker_thread, runtime_thread);
         let refused = runner.run(":workspace", || Ok(())).await.unwrap_err();
-        assert!(matches!(refused, FsError::ProfileUnsupported { .. }), "{refused}");
+        assert!(
+            matches!(refused, FsError::ProfileUnsupported { .. }),
+            "{refused}"
+        );
     }
 }
