@@ -39,8 +39,7 @@ Examples:
   outpost sandbox -P :workspace -- cargo build
   outpost sandbox -P :read-only --explain
   outpost sandbox -C ~/src/app --include-managed-config -P :workspace -- make test
-  outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py"
-)]
+  outpost sandbox --sandbox-state-json \"$STATE\" -- python tool.py")]
 pub(crate) struct SandboxArgs {
     /// Permission profile: :read-only, :workspace, :danger-full-access or a name from --config.
     #[arg(short = 'P', long = "profile", value_name = "NAME")]
@@ -123,9 +122,20 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
     let mut cmd = Command::new(program);
     cmd.args(rest);
     launch.apply(&mut cmd);
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start {}", program.to_string_lossy()))?;
+    let status = match cmd.status() {
+        Ok(status) => status,
+        // Like a shell: 127 when the command does not exist.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "outpost sandbox: {}: command not found",
+                program.to_string_lossy()
+            );
+            return Ok(127);
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot start {}", program.to_string_lossy()));
+        }
+    };
     Ok(status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
@@ -169,6 +179,12 @@ fn state_policy(args: &SandboxArgs, json: &str) -> anyhow::Result<ResolvedPolicy
     let profile = &state.permission_profile;
     for kind in &profile.unknown_kinds {
         eprintln!("outpost sandbox: warning: unknown special path kind {kind:?} ignored");
+    }
+    if !state.sandbox_cwd.is_dir() {
+        bail!(
+            "invalid --sandbox-state-json value: sandboxCwd {} is not a directory",
+            state.sandbox_cwd.display()
+        );
     }
     let managed = ManagedRequirements::load_default()?;
     let mut policy = resolve(

@@ -146,6 +146,10 @@ impl PreparedLaunch {
     /// Installs the launch on `cmd`: replaces its environment, sets the working directory and adds
     /// the child set-up as a `pre_exec` hook (tokio users pass `cmd.as_std_mut()`). A failing set-up
     /// step fails `spawn` with that step's errno (and names the step on the child's stderr).
+    ///
+    /// The child calls `setsid`, so it leads its own session and process group (pgid == pid): signal
+    /// the group with `kill(-pid, ..)`. Do not also call `CommandExt::process_group`; a process-group
+    /// leader cannot `setsid` and the spawn would fail with `EPERM`.
     pub fn apply(&self, cmd: &mut Command) {
         cmd.env_clear();
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));

@@ -101,7 +101,9 @@ impl MountPlan {
             .partition(|p| p.is_dir());
         Ok(Self {
             userns,
-            read_only_system,
+            // A writable `/` would be shadowed: the process root stays on the read-only original.
+            read_only_system: read_only_system
+                && !policy.writable.iter().any(|p| p == Path::new("/")),
             writable: cstrs(policy.writable.iter().filter(existing))?,
             protected: cstrs(policy.protected.iter())?,
             denied_dirs: cstrs(dirs.into_iter())?,

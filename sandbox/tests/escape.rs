@@ -259,6 +259,13 @@ escape!(
 );
 escape!(socketpair_inet, WS, |_d| ["socketpair", "2"], [EPERM]);
 
+escape!(
+    tiocsti_with_high_bits,
+    WS,
+    |_d| ["tiocsti-high-bits", "0"],
+    [EPERM]
+);
+
 // Kernel attack surface and namespace escapes.
 escape!(io_uring_setup, WS, |_d| ["io_uring_setup"], [EPERM]);
 escape!(bpf, WS, |_d| ["bpf"], [EPERM]);
@@ -346,6 +353,18 @@ fn proc_mem_write_sibling() {
 #[test]
 fn kill_sibling() {
     sibling_attack("kill_sibling", WS, "kill", &["9"], &[EPERM]);
+}
+
+#[test]
+fn i386_syscall_entry_kills_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    if !sandbox_available("i386_syscall_entry_kills_the_process") || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let dirs = Dirs::new();
+    let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
+    let out = run_policy(&policy, vec![], probe(), &["i386-getpid"]);
+    assert_eq!(out.status.signal(), Some(libc::SIGSYS), "{:?}", out.status);
 }
 
 #[test]

@@ -255,6 +255,28 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 let ch = b'x';
                 libc::ioctl(num(arg(0)) as i32, libc::TIOCSTI, &raw const ch).into()
             }
+            "tiocsti-high-bits" => {
+                let ch = b'x';
+                libc::syscall(
+                    libc::SYS_ioctl,
+                    num(arg(0)),
+                    0x1_0000_5412u64,
+                    &raw const ch,
+                )
+            }
+            "i386-getpid" => {
+                // The i386 entry point: seccomp sees AUDIT_ARCH_I386 and kills the process.
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let mut ret: i64 = 20;
+                    std::arch::asm!("int 0x80", inout("rax") ret);
+                    ret
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    -1
+                }
+            }
             "x32-getpid" => libc::syscall(0x4000_0000 | libc::SYS_getpid),
             "keyctl" => libc::syscall(libc::SYS_keyctl, 0, 0, 0, 0, 0),
             "init_module" => libc::syscall(
