@@ -35,7 +35,7 @@ pub struct SandboxReport {
     pub no_new_privs: bool,
     /// SIGKILL when the spawning thread dies.
     pub parent_death_signal: bool,
-    /// Network restricted to AF_UNIX.
+    /// Network restricted: AF_UNIX sockets only, and no `connect` (socketpair IPC).
     pub network_restricted: bool,
     /// Layers that are missing and were accepted with `allow_degraded`.
     pub degraded: Vec<String>,
@@ -117,7 +117,7 @@ impl fmt::Display for SandboxReport {
             f,
             "network: {}",
             if self.network_restricted {
-                "restricted (AF_UNIX only)"
+                "restricted (AF_UNIX socketpair IPC only: no inet sockets, no connect)"
             } else {
                 "enabled"
             }

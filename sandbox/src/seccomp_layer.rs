@@ -5,7 +5,9 @@
 //!   mount family, setns, keyrings, handle-based opens, `unshare`/`clone` with `CLONE_NEWUSER`,
 //!   `ioctl(TIOCSTI | TIOCLINUX)` (terminal input injection), `prlimit64` on another process, and,
 //!   when the network is restricted, `socket`/`socketpair` for any family but `AF_UNIX` (32-bit
-//!   compare: the kernel reads an `int`, so high bits cannot smuggle another family past the filter).
+//!   compare: the kernel reads an `int`, so high bits cannot smuggle another family past the filter),
+//!   `connect` and `sendto` with an address (pathname unix sockets of host daemons such as
+//!   `docker.sock` are outside Landlock's reach before ABI 9; socketpair IPC keeps working).
 //! - `ENOSYS`, from a guard spliced in front: `clone3` (its flags live in memory seccomp cannot read,
 //!   so libc falls back to `clone`, whose flags are checked) and every x32 syscall number
 //!   (`nr >= 0x4000_0000`).
@@ -156,6 +158,20 @@ pub(crate) fn build(network_restricted: bool) -> Result<SeccompPrograms, Seccomp
                 vec![rule(vec![cond(0, Dword, SeccompCmpOp::Ne, unix)?])?],
             );
         }
+        // Pathname unix sockets are not covered by Landlock before ABI 9 and stay reachable on
+        // read-only mounts; host daemons listen there (docker.sock, the system bus), and uid 0
+        // passes their permission checks. With the network restricted, AF_UNIX is for socketpair
+        // IPC only: no connect, no datagrams to an address.
+        eperm.insert(libc::SYS_connect, Vec::new());
+        eperm.insert(
+            libc::SYS_sendto,
+            vec![rule(vec![cond(
+                4,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::Ne,
+                0,
+            )?])?],
+        );
     }
     let mut program = compile(eperm, libc::EPERM)?;
     splice_enosys_guard(&mut program);

@@ -434,6 +434,27 @@ fn abstract_unix_socket_outside() {
 }
 
 #[test]
+fn host_daemon_unix_socket() {
+    if !sandbox_available("host_daemon_unix_socket") {
+        return;
+    }
+    let dirs = Dirs::new();
+    let stream = dirs.out("daemon.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&stream).expect("bind daemon socket");
+    let dgram = dirs.out("notify.sock");
+    let _dgram = std::os::unix::net::UnixDatagram::bind(&dgram).expect("bind datagram socket");
+    let (code, stdout) = probe_in(WS, &dirs, &["unix-connect", &stream]);
+    assert_eq!(
+        code,
+        EPERM,
+        "connect to a host daemon socket: {}",
+        stdout.trim()
+    );
+    let (code, stdout) = probe_in(RO, &dirs, &["unix-sendto", &dgram]);
+    assert_eq!(code, EPERM, "datagram to a host socket: {}", stdout.trim());
+}
+
+#[test]
 fn tcp_connect_to_local_listener() {
     if !sandbox_available("tcp_connect_to_local_listener") {
         return;

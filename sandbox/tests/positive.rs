@@ -89,6 +89,7 @@ fn unix_sockets_and_device_sinks_work() {
         &["socketpair", "1"],
         &["socket", "0x100000001", "1"],
         &["prlimit-self"],
+        &["socketpair-io"],
         &["write", "/dev/null"],
         &["read", "/dev/zero"],
     ] {

@@ -112,6 +112,54 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                     .into()
                 }
             }
+            "unix-connect" => {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                for (i, b) in arg(0).as_bytes().iter().enumerate() {
+                    addr.sun_path[i] = *b as libc::c_char;
+                }
+                let len = size_of::<libc::sockaddr_un>() as u32;
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::connect(fd, (&raw const addr).cast(), len).into()
+                }
+            }
+            "unix-sendto" => {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                for (i, b) in arg(0).as_bytes().iter().enumerate() {
+                    addr.sun_path[i] = *b as libc::c_char;
+                }
+                let len = size_of::<libc::sockaddr_un>() as u32;
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::sendto(
+                        fd,
+                        b"x".as_ptr().cast(),
+                        1,
+                        0,
+                        (&raw const addr).cast(),
+                        len,
+                    ) as libc::c_long
+                }
+            }
+            "socketpair-io" => {
+                let mut fds = [0i32; 2];
+                if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) != 0 {
+                    -1
+                } else {
+                    let mut buf = [0u8; 1];
+                    if libc::send(fds[0], b"x".as_ptr().cast(), 1, 0) != 1 {
+                        -1
+                    } else {
+                        libc::recv(fds[1], buf.as_mut_ptr().cast(), 1, 0) as libc::c_long - 1
+                    }
+                }
+            }
             "abstract-connect" => {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
                 let mut addr: libc::sockaddr_un = std::mem::zeroed();
