@@ -240,7 +240,7 @@ fn build_plan(
 ) -> Result<ChildPlan, LaunchError> {
     let mounts = if host.mounts_needed && host.mounts_possible {
         let plan = MountPlan::new(policy, host.userns, host.root).map_err(LaunchError::Mounts)?;
-        report.record_mounts(policy, plan.uses_userns(), host.root);
+        report.record_mounts(policy, plan.uses_userns(), host.root, plan.denied());
         Some(plan)
     } else {
         None

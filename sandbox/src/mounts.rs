@@ -22,6 +22,20 @@ use crate::resolve::ResolvedPolicy;
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
 
+/// Control sockets of host daemons that would give uid 0 the host (containers, the system bus,
+/// systemd). Hidden in root launches whose network is enabled (restricted ones cannot connect).
+pub const ROOT_HIDDEN_SOCKETS: [&str; 9] = [
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/crio/crio.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+    "/run/systemd/io.systemd.ManagedOOM",
+];
+
 /// `struct mount_attr` from `<linux/mount.h>` (not in the libc crate).
 #[repr(C)]
 struct MountAttr {
@@ -63,6 +77,7 @@ pub(crate) struct MountPlan {
     denied_dirs: Vec<CString>,
     denied_files: Vec<CString>,
     cwd: CString,
+    denied: Vec<PathBuf>,
 }
 
 fn cstr(p: &Path) -> Result<CString, MountError> {
@@ -94,12 +109,19 @@ impl MountPlan {
             }
         });
         let existing = |p: &&PathBuf| p.exists();
-        let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = policy
-            .denied
-            .iter()
-            .filter(existing)
-            .partition(|p| p.is_dir());
+        let mut denied: Vec<PathBuf> = policy.denied.iter().filter(existing).cloned().collect();
+        if read_only_system && !policy.network_restricted() {
+            // With the network enabled connect() is allowed, and uid 0 passes these sockets'
+            // permission checks: hide the host daemons' control sockets.
+            for socket in ROOT_HIDDEN_SOCKETS.iter().map(PathBuf::from) {
+                if socket.exists() && !denied.contains(&socket) {
+                    denied.push(socket);
+                }
+            }
+        }
+        let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = denied.iter().partition(|p| p.is_dir());
         Ok(Self {
+            denied: denied.clone(),
             userns,
             // A writable `/` would be shadowed: the process root stays on the read-only original.
             read_only_system: read_only_system
@@ -110,6 +132,11 @@ impl MountPlan {
             denied_files: cstrs(files.into_iter())?,
             cwd: cstr(&policy.cwd)?,
         })
+    }
+
+    /// Every path the plan hides (policy denies plus, for root, host daemon sockets).
+    pub(crate) fn denied(&self) -> &[PathBuf] {
+        &self.denied
     }
 
     /// Whether the plan uses a user namespace.

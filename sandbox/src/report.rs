@@ -51,17 +51,18 @@ impl SandboxReport {
         }
     }
 
-    pub(crate) fn record_mounts(&mut self, policy: &ResolvedPolicy, userns: bool, ro: bool) {
+    pub(crate) fn record_mounts(
+        &mut self,
+        policy: &ResolvedPolicy,
+        userns: bool,
+        ro: bool,
+        denied: &[PathBuf],
+    ) {
         self.mount_namespace = true;
         self.user_namespace = userns;
         self.read_only_system = ro;
         self.protected_paths = policy.protected.clone();
-        self.denied_paths = policy
-            .denied
-            .iter()
-            .filter(|p| p.exists())
-            .cloned()
-            .collect();
+        self.denied_paths = denied.to_vec();
     }
 }
 

@@ -69,7 +69,7 @@ pub fn restrict_current_thread(
                 return Err(ThreadRestrictError::Mounts(std::io::Error::last_os_error()));
             }
             plan.apply().map_err(ThreadRestrictError::Mounts)?;
-            report.record_mounts(policy, false, root);
+            report.record_mounts(policy, false, root, plan.denied());
         } else if policy.needs_mounts() && !opts.allow_degraded {
             return Err(ThreadRestrictError::MountsUnavailable);
         } else if policy.needs_mounts() {

@@ -214,6 +214,34 @@ fn network_enabled_profile_allows_inet() {
     // The rest of the deny-list still applies with the network enabled.
     let out = run_policy(&d.policy(&profile), vec![], probe(), &["io_uring_setup"]);
     assert_eq!(out.status.code(), Some(EPERM));
+    // Unix sockets are reachable with the network enabled, except denied ones (how operators hide
+    // daemon sockets; root launches hide the well-known ones by default).
+    let open_sock = d.out("open.sock");
+    let hidden_sock = d.out("hidden.sock");
+    let _l1 = std::os::unix::net::UnixListener::bind(&open_sock).expect("bind open socket");
+    let _l2 = std::os::unix::net::UnixListener::bind(&hidden_sock).expect("bind hidden socket");
+    let mut profile = profile;
+    if let FsPolicy::Restricted(entries) = &mut profile.fs {
+        entries.push(entry(
+            FsPath::Plain(hidden_sock.clone().into()),
+            Access::Deny,
+        ));
+    }
+    let policy = d.policy(&profile);
+    let out = run_policy(&policy, vec![], probe(), &["unix-connect", &open_sock]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run_policy(&policy, vec![], probe(), &["unix-connect", &hidden_sock]);
+    assert_eq!(
+        out.status.code(),
+        Some(libc::ECONNREFUSED),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
