@@ -168,7 +168,7 @@ impl PreparedLaunch {
 /// What this process can do for the mount layer.
 #[derive(Debug, Clone, Copy)]
 struct Host {
-    /// Running as uid 0 (the read-only system remount is needed).
+    /// Running as uid 0 (the mount layer, with its read-only system remount, is required).
     root: bool,
     /// No CAP_SYS_ADMIN: the mount namespace needs a user namespace.
     userns: bool,
@@ -238,9 +238,17 @@ fn build_plan(
     host: &Host,
     report: &mut SandboxReport,
 ) -> Result<ChildPlan, LaunchError> {
-    let mounts = if host.mounts_needed && host.mounts_possible {
-        let plan = MountPlan::new(policy, host.userns, host.root).map_err(LaunchError::Mounts)?;
-        report.record_mounts(policy, plan.uses_userns(), host.root, plan.denied());
+    // Unprivileged launches use the mount layer whenever they can (best effort): the read-only
+    // system mounts stop chmod, xattrs and utimes on the user's own files outside the writable roots,
+    // which Landlock does not cover.
+    let mounts = if host.mounts_possible {
+        let plan = MountPlan::new(policy, host.userns, true).map_err(LaunchError::Mounts)?;
+        report.record_mounts(
+            policy,
+            plan.uses_userns(),
+            plan.read_only_system(),
+            plan.denied(),
+        );
         Some(plan)
     } else {
         None

@@ -1,7 +1,7 @@
 //! The mount-namespace layer, run in the child before Landlock: a private mount namespace (inside a new
 //! user namespace when not root) where
-//! 1. the whole tree is made read-only (as root, uid 0 still owns system files even without
-//!    capabilities, and Landlock does not cover chmod, chown, xattrs or utimes),
+//! 1. the whole tree is made read-only (Landlock does not cover chmod, chown, xattrs or utimes, which
+//!    a process may apply to files it owns; as root that is every system file),
 //! 2. each writable root is bind-mounted onto itself and made writable again,
 //! 3. protected subpaths (`.git`, `.codex`, `.agents`) are bind-mounted read-only (renaming them away then
 //!    fails with `EBUSY`),
@@ -137,6 +137,11 @@ impl MountPlan {
     /// Every path the plan hides (policy denies plus, for root, host daemon sockets).
     pub(crate) fn denied(&self) -> &[PathBuf] {
         &self.denied
+    }
+
+    /// Whether everything outside the writable roots is remounted read-only.
+    pub(crate) fn read_only_system(&self) -> bool {
+        self.read_only_system
     }
 
     /// Whether the plan uses a user namespace.

@@ -235,8 +235,19 @@ escape!(
     |d| ["mkfifo", &d.out("fifo")],
     [EROFS, EACCES]
 );
-escape!(setuid_other_user, WS, |_d| ["setuid"], [EPERM]);
-escape!(setgid_other_group, WS, |_d| ["setgid"], [EPERM]);
+// Unprivileged launches run in a user namespace where other ids are unmapped: EINVAL.
+escape!(
+    setuid_other_user,
+    WS,
+    |_d| ["setuid"],
+    [EPERM, libc::EINVAL]
+);
+escape!(
+    setgid_other_group,
+    WS,
+    |_d| ["setgid"],
+    [EPERM, libc::EINVAL]
+);
 
 // Network: every family but AF_UNIX, also with high bits set.
 escape!(socket_inet, WS, |_d| ["socket", "2", "1"], [EPERM]);
