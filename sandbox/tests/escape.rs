@@ -581,3 +581,8 @@ fn shell_write_outside_fails_with_message() {
     );
     assert_secret_intact(&dirs);
 }
+
+#[test]
+fn whole_suite_as_unprivileged_user() {
+    rerun_as_nobody("whole_suite_as_unprivileged_user");
+}

@@ -264,3 +264,8 @@ fn danger_full_access_is_unsandboxed() {
     assert_eq!(out.status.code(), Some(0));
     assert!(d.outside.path().join("written").exists());
 }
+
+#[test]
+fn whole_suite_as_unprivileged_user() {
+    rerun_as_nobody("whole_suite_as_unprivileged_user");
+}

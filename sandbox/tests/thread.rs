@@ -68,3 +68,8 @@ fn restricted_worker_thread_is_confined_and_others_are_not() {
     std::fs::write(dirs.out("unrestricted.txt"), "y").expect("main thread is not restricted");
     assert_secret_intact(&dirs);
 }
+
+#[test]
+fn whole_suite_as_unprivileged_user() {
+    rerun_as_nobody("whole_suite_as_unprivileged_user");
+}
