@@ -106,13 +106,11 @@ impl ChildPlan {
         if let Some(mounts) = &self.mounts {
             mounts.apply()?;
         }
-        if self.landlock.is_some() || self.seccomp.is_some() {
-            // SAFETY: PR_SET_NO_NEW_PRIVS takes integers only.
-            check(Step::NoNewPrivs, unsafe {
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            })?;
-            drop_capabilities()?;
-        }
+        // SAFETY: PR_SET_NO_NEW_PRIVS takes integers only.
+        check(Step::NoNewPrivs, unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        })?;
+        drop_capabilities()?;
         if let Some(ruleset) = &self.landlock {
             restrict_raw(ruleset.raw_fd()).or_else(|e| fail(Step::Landlock, e))?;
         }

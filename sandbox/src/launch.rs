@@ -268,8 +268,18 @@ fn build_plan(
     } else {
         None
     };
-    report.no_new_privs = landlock.is_some() || seccomp.is_some();
-    report.capabilities_dropped = report.no_new_privs;
+    report.no_new_privs = true;
+    report.capabilities_dropped = true;
+    if !report.degraded.is_empty() {
+        tracing::warn!(degraded = ?report.degraded, "launching with a degraded sandbox (allow_degraded)");
+    }
+    tracing::debug!(
+        profile = ?policy.profile_name,
+        landlock_abi = report.landlock.abi,
+        seccomp = report.seccomp,
+        mount_namespace = report.mount_namespace,
+        "prepared sandboxed launch"
+    );
     // SAFETY: getpid cannot fail.
     let parent_pid = opts.parent_death_signal.then(|| unsafe { libc::getpid() });
     report.parent_death_signal = parent_pid.is_some();
