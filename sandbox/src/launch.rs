@@ -33,6 +33,9 @@ pub struct LaunchOptions {
     /// Kill the command with SIGKILL when the spawning thread exits. Spawn from a long-lived thread
     /// (not a short-lived blocking-pool thread) when this is on.
     pub parent_death_signal: bool,
+    /// After `setsid`, make the command's stdin (a PTY slave) its controlling terminal, for
+    /// interactive processes. Terminal input injection (`TIOCSTI`) stays denied by seccomp.
+    pub controlling_terminal: bool,
 }
 
 impl Default for LaunchOptions {
@@ -40,6 +43,7 @@ impl Default for LaunchOptions {
         Self {
             allow_degraded: false,
             parent_death_signal: true,
+            controlling_terminal: false,
         }
     }
 }
@@ -284,6 +288,7 @@ fn build_plan(
     let parent_pid = opts.parent_death_signal.then(|| unsafe { libc::getpid() });
     report.parent_death_signal = parent_pid.is_some();
     Ok(ChildPlan {
+        controlling_terminal: opts.controlling_terminal,
         parent_pid,
         rlimits: rlimits(policy)?,
         mounts,
@@ -352,6 +357,7 @@ mod tests {
         let opts = LaunchOptions {
             allow_degraded: true,
             parent_death_signal: false,
+            controlling_terminal: false,
         };
         let launch = PreparedLaunch::prepare(&policy(), &caps, &opts, []).expect("degraded launch");
         let report = launch.report();

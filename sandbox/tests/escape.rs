@@ -388,33 +388,38 @@ fn prlimit_on_sibling() {
     sibling_attack("prlimit_on_sibling", WS, "prlimit-other", &[], &[EPERM]);
 }
 
-#[test]
-fn tiocsti_on_a_real_terminal() {
-    if !sandbox_available("tiocsti_on_a_real_terminal") {
-        return;
-    }
+/// Runs the probe's TIOCSTI attempt with a PTY slave as stdin (and, when `controlling`, as the
+/// controlling terminal); returns the exit code and whether anything reached the terminal's input.
+fn tiocsti_on_pty(controlling: bool) -> (Option<i32>, bool) {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let dirs = Dirs::new();
     let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
+    let opts = outpost_sandbox::LaunchOptions {
+        controlling_terminal: controlling,
+        ..outpost_sandbox::LaunchOptions::default()
+    };
     let launch = outpost_sandbox::PreparedLaunch::prepare(
         &policy,
         &outpost_sandbox::Capabilities::detect(),
-        &outpost_sandbox::LaunchOptions::default(),
+        &opts,
         std::env::vars_os(),
     )
     .expect("prepare");
-    let mut cmd = std::process::Command::new(probe());
-    cmd.args(["tiocsti", "0"])
+    let mut cmd = std::process::Command::new("/bin/sh");
+    let script = format!(
+        "{} tiocsti 0; code=$?; cut -d' ' -f7 /proc/self/stat >&2; exit $code",
+        probe()
+    );
+    cmd.args(["-c", &script])
         .stdin(std::process::Stdio::from(pty.slave));
     launch.apply(&mut cmd);
     let out = cmd.output().expect("run probe on a pty");
+    let tty_nr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
     assert_eq!(
-        out.status.code(),
-        Some(EPERM),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        tty_nr != "0",
+        controlling,
+        "controlling terminal state: tty_nr {tty_nr}"
     );
-    // Nothing was injected into the terminal's input queue.
     nix::fcntl::fcntl(
         &pty.master,
         nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
@@ -422,10 +427,23 @@ fn tiocsti_on_a_real_terminal() {
     .expect("nonblocking master");
     let mut buf = [0u8; 16];
     let n = nix::unistd::read(&pty.master, &mut buf).unwrap_or(0);
-    assert!(
-        !buf[..n].contains(&b'x'),
-        "injected input reached the terminal"
-    );
+    (out.status.code(), buf[..n].contains(&b'x'))
+}
+
+#[test]
+fn tiocsti_on_a_real_terminal() {
+    if !sandbox_available("tiocsti_on_a_real_terminal") {
+        return;
+    }
+    assert_eq!(tiocsti_on_pty(false), (Some(EPERM), false));
+}
+
+#[test]
+fn tiocsti_on_the_controlling_terminal() {
+    if !sandbox_available("tiocsti_on_the_controlling_terminal") {
+        return;
+    }
+    assert_eq!(tiocsti_on_pty(true), (Some(EPERM), false));
 }
 
 #[test]
