@@ -269,3 +269,36 @@ fn danger_full_access_is_unsandboxed() {
 fn whole_suite_as_unprivileged_user() {
     rerun_as_nobody("whole_suite_as_unprivileged_user");
 }
+
+/// The executor spawns through tokio: `apply` works on `tokio::process::Command::as_std_mut()`.
+#[test]
+fn tokio_command_spawn() {
+    if !sandbox_available("tokio_command_spawn") {
+        return;
+    }
+    let d = Dirs::new();
+    let policy = d.policy(&Profile::builtin(":workspace").expect("builtin"));
+    let launch = outpost_sandbox::PreparedLaunch::prepare(
+        &policy,
+        &outpost_sandbox::Capabilities::detect(),
+        &outpost_sandbox::LaunchOptions::default(),
+        std::env::vars_os(),
+    )
+    .expect("prepare");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let out = rt.block_on(async {
+        let mut cmd = tokio::process::Command::new("/bin/sh");
+        cmd.args([
+            "-c",
+            "echo from-tokio > t.txt && cat t.txt && echo x > /etc/nope",
+        ]);
+        launch.apply(cmd.as_std_mut());
+        cmd.output().await.expect("tokio spawn")
+    });
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from-tokio\n");
+    assert_ne!(out.status.code(), Some(0), "writing /etc must fail");
+}
