@@ -18,6 +18,8 @@
 //!   async-signal-safe code that runs between fork and exec.
 //! - [`mcp`]: MCP `_meta` sandbox entries, launcher invocation and authority binding.
 
+#![warn(missing_docs)]
+
 pub mod capabilities;
 mod child;
 pub mod codex_json;
