@@ -5,6 +5,29 @@
 //! it against a [`FsContext`] and the [`ManagedRequirements`], [`PreparedLaunch::prepare`] it for this
 //! host, then [`PreparedLaunch::apply`] it to a command and spawn.
 //!
+//! ```no_run
+//! use std::process::Command;
+//!
+//! use outpost_sandbox::{
+//!     Capabilities, FsContext, LaunchOptions, ManagedRequirements, PreparedLaunch, Profile, resolve,
+//! };
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let profile = Profile::builtin(":workspace").expect("a built-in profile");
+//! let ctx = FsContext::for_cwd("/work/repo".into());
+//! let managed = ManagedRequirements::load_default()?;
+//! let policy = resolve(&profile, &ctx, Some(&managed))?;
+//! let caps = Capabilities::detect();
+//! let launch = PreparedLaunch::prepare(&policy, &caps, &LaunchOptions::default(), std::env::vars_os())?;
+//! eprint!("{}", launch.report());
+//! let mut cmd = Command::new("make");
+//! launch.apply(&mut cmd); // tokio: launch.apply(cmd.as_std_mut())
+//! let status = cmd.status()?;
+//! # let _ = status;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - [`capabilities`]: what the running kernel offers (Landlock ABI, seccomp, user namespaces).
 //! - [`profile`]: built-in and TOML-configured permission profiles.
