@@ -21,14 +21,14 @@ fn num(s: &str) -> i64 {
     }
 }
 
-/// Runs the attempt; returns the raw return value (negative means failure, errno set).
+/// File-system attempts (paths as arguments).
 #[allow(clippy::too_many_lines)]
-fn attempt(op: &str, a: &[String]) -> i64 {
+fn files(op: &str, a: &[String]) -> Option<libc::c_long> {
     let arg = |i: usize| a.get(i).map_or("", String::as_str);
-    // SAFETY: each arm makes one syscall with arguments built right here; buffers live
-    // until the call returns. This binary exists to make dangerous calls and report the result.
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
     unsafe {
-        let r: libc::c_long = match op {
+        Some(match op {
             "write" => {
                 let fd = libc::open(c(arg(0)).as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
                 if fd < 0 {
@@ -78,8 +78,31 @@ fn attempt(op: &str, a: &[String]) -> i64 {
             )
             .into(),
             "mkfifo" => libc::mkfifo(c(arg(0)).as_ptr(), 0o644).into(),
-            "setuid" => libc::setresuid(1000, 1000, 1000).into(),
-            "setgid" => libc::setresgid(1000, 1000, 1000).into(),
+            "write-via-symlink" => {
+                if libc::symlink(c(arg(0)).as_ptr(), c(arg(1)).as_ptr()) != 0 {
+                    -1
+                } else {
+                    let fd = libc::open(c(arg(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
+                    if fd < 0 {
+                        -1
+                    } else {
+                        libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
+                    }
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// Socket attempts.
+#[allow(clippy::too_many_lines)]
+fn net(op: &str, a: &[String]) -> Option<libc::c_long> {
+    let arg = |i: usize| a.get(i).map_or("", String::as_str);
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
+    unsafe {
+        Some(match op {
             "socket" => libc::syscall(libc::SYS_socket, num(arg(0)), num(arg(1)), 0),
             "socketpair" => {
                 let mut fds = [0i32; 2];
@@ -175,20 +198,21 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                     libc::connect(fd, (&raw const addr).cast(), len).into()
                 }
             }
-            "io_uring_setup" => {
-                let mut params = [0u8; 120];
-                libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr())
-            }
-            "bpf" => {
-                let mut attr = [0u8; 128];
-                libc::syscall(libc::SYS_bpf, 0, attr.as_mut_ptr(), 128)
-            }
-            "userfaultfd" => libc::syscall(libc::SYS_userfaultfd, 0),
-            "perf_event_open" => {
-                let mut attr = [0u8; 128];
-                attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
-                libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0)
-            }
+            _ => return None,
+        })
+    }
+}
+
+/// Attempts against other processes, identity and the environment.
+#[allow(clippy::too_many_lines)]
+fn procs(op: &str, a: &[String]) -> Option<libc::c_long> {
+    let arg = |i: usize| a.get(i).map_or("", String::as_str);
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
+    unsafe {
+        Some(match op {
+            "setuid" => libc::setresuid(1000, 1000, 1000).into(),
+            "setgid" => libc::setresgid(1000, 1000, 1000).into(),
             "ptrace-attach" => libc::ptrace(libc::PTRACE_ATTACH, num(arg(0)) as libc::pid_t, 0, 0),
             "ptrace-traceme" => libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0),
             "process_vm_readv" => {
@@ -237,19 +261,62 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 };
                 libc::syscall(libc::SYS_prlimit64, 0, libc::RLIMIT_NOFILE, 0, &raw mut lim)
             }
-            "write-via-symlink" => {
-                if libc::symlink(c(arg(0)).as_ptr(), c(arg(1)).as_ptr()) != 0 {
-                    -1
+            "kill-parent" => libc::kill(libc::getppid(), libc::SIGCONT).into(),
+            "capget-effective" => {
+                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+                let line = status
+                    .lines()
+                    .find(|l| l.starts_with("CapEff:"))
+                    .unwrap_or("");
+                println!("{line}");
+                if line
+                    .trim_start_matches("CapEff:")
+                    .trim()
+                    .trim_start_matches('0')
+                    .is_empty()
+                {
+                    0
                 } else {
-                    let fd = libc::open(c(arg(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
-                    if fd < 0 {
-                        -1
-                    } else {
-                        libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
-                    }
+                    -1
                 }
             }
-            "kill-parent" => libc::kill(libc::getppid(), libc::SIGCONT).into(),
+            "getenv" => match std::env::var_os(arg(0)) {
+                Some(v) => {
+                    println!("{}", v.to_string_lossy());
+                    0
+                }
+                None => {
+                    println!("<unset>");
+                    0
+                }
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// Kernel attack surface: namespaces, mounts, io_uring, bpf, modules, terminals, syscall ABIs.
+#[allow(clippy::too_many_lines)]
+fn kernel(op: &str, a: &[String]) -> Option<libc::c_long> {
+    let arg = |i: usize| a.get(i).map_or("", String::as_str);
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
+    unsafe {
+        Some(match op {
+            "io_uring_setup" => {
+                let mut params = [0u8; 120];
+                libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr())
+            }
+            "bpf" => {
+                let mut attr = [0u8; 128];
+                libc::syscall(libc::SYS_bpf, 0, attr.as_mut_ptr(), 128)
+            }
+            "userfaultfd" => libc::syscall(libc::SYS_userfaultfd, 0),
+            "perf_event_open" => {
+                let mut attr = [0u8; 128];
+                attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
+                libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0)
+            }
             "clone3" => {
                 let mut args = [0u64; 11];
                 args[4] = libc::SIGCHLD as u64;
@@ -344,41 +411,21 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 )
             }
             "pidfd_getfd" => libc::syscall(libc::SYS_pidfd_getfd, 0, 0, 0),
-            "capget-effective" => {
-                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-                let line = status
-                    .lines()
-                    .find(|l| l.starts_with("CapEff:"))
-                    .unwrap_or("");
-                println!("{line}");
-                if line
-                    .trim_start_matches("CapEff:")
-                    .trim()
-                    .trim_start_matches('0')
-                    .is_empty()
-                {
-                    0
-                } else {
-                    -1
-                }
-            }
-            "getenv" => match std::env::var_os(arg(0)) {
-                Some(v) => {
-                    println!("{}", v.to_string_lossy());
-                    0
-                }
-                None => {
-                    println!("<unset>");
-                    return 0;
-                }
-            },
-            other => {
-                eprintln!("unknown op {other}");
-                std::process::exit(126);
-            }
-        };
-        r
+            _ => return None,
+        })
     }
+}
+
+/// Runs the attempt; returns the raw return value (negative means failure, errno set).
+fn attempt(op: &str, a: &[String]) -> i64 {
+    let ret = files(op, a)
+        .or_else(|| net(op, a))
+        .or_else(|| procs(op, a))
+        .or_else(|| kernel(op, a));
+    ret.unwrap_or_else(|| {
+        eprintln!("unknown op {op}");
+        std::process::exit(126);
+    })
 }
 
 fn main() {
