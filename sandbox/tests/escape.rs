@@ -224,6 +224,34 @@ escape!(
 
 // Device nodes and identity.
 escape!(
+    open_console_device,
+    RO,
+    |_d| ["open-ro", "/dev/tty1"],
+    [EACCES, libc::ENOENT]
+);
+escape!(
+    open_kernel_log,
+    WS,
+    |_d| ["open-ro", "/dev/kmsg"],
+    [EACCES, libc::ENOENT]
+);
+
+#[test]
+fn open_block_device() {
+    if !sandbox_available("open_block_device") {
+        return;
+    }
+    let candidates = ["/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/loop0"];
+    let Some(dev) = candidates.iter().find(|p| std::path::Path::new(p).exists()) else {
+        eprintln!("!!! open_block_device NOT RUN: no block device node on this host !!!");
+        return;
+    };
+    let dirs = Dirs::new();
+    let (code, stdout) = probe_in(WS, &dirs, &["open-ro", dev]);
+    assert_eq!(code, EACCES, "{dev}: {}", stdout.trim());
+}
+
+escape!(
     mknod_char_device_in_workspace,
     WS,
     |d| ["mknod-char", &d.ws("null2")],

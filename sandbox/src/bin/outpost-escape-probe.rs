@@ -37,6 +37,7 @@ fn files(op: &str, a: &[String]) -> Option<libc::c_long> {
                     libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
                 }
             }
+            "open-ro" => libc::open(c(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK).into(),
             "truncate" => libc::truncate(c(arg(0)).as_ptr(), 0).into(),
             "read" => {
                 let fd = libc::open(c(arg(0)).as_ptr(), libc::O_RDONLY);
