@@ -45,7 +45,7 @@ impl Step {
             Self::ReadOnlySystem => {
                 b"outpost sandbox: child set-up failed: read-only system mounts\n"
             }
-            Self::Devices => b"outpost sandbox: child set-up failed: bind allowed device nodes\n",
+            Self::Devices => b"outpost sandbox: child set-up failed: keep devices under /dev\n",
             Self::BindWritable => b"outpost sandbox: child set-up failed: bind writable root\n",
             Self::Protect => b"outpost sandbox: child set-up failed: protect subpath read-only\n",
             Self::DenyDir => b"outpost sandbox: child set-up failed: hide denied directory\n",

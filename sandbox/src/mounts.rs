@@ -1,8 +1,8 @@
 //! The mount-namespace layer, run in the child before Landlock: a private mount namespace (inside a new
 //! user namespace when not root) where
 //! 1. the whole tree is made read-only (Landlock does not cover chmod, chown, xattrs or utimes, which
-//!    a process may apply to files it owns; as root that is every system file) and `nodev`, except
-//!    for a few bind-mounted device nodes ([`DEVICES_ALLOWED`]),
+//!    a process may apply to files it owns; as root that is every system file) and `nodev` except for
+//!    `/dev` (where Landlock admits only the allowed device nodes),
 //! 2. each writable root is bind-mounted onto itself and made writable again,
 //! 3. protected subpaths (`.git`, `.codex`, `.agents`) are bind-mounted read-only (renaming them away then
 //!    fails with `EBUSY`),
@@ -18,7 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::child::{Step, check};
-use crate::resolve::{DEVICES_ALLOWED, ResolvedPolicy};
+use crate::resolve::ResolvedPolicy;
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
@@ -77,7 +77,6 @@ pub(crate) struct MountPlan {
     protected: Vec<CString>,
     denied_dirs: Vec<CString>,
     denied_files: Vec<CString>,
-    devices: Vec<CString>,
     cwd: CString,
     denied: Vec<PathBuf>,
 }
@@ -132,14 +131,6 @@ impl MountPlan {
             protected: cstrs(policy.protected.iter())?,
             denied_dirs: cstrs(dirs.into_iter())?,
             denied_files: cstrs(files.into_iter())?,
-            devices: cstrs(
-                DEVICES_ALLOWED
-                    .iter()
-                    .map(PathBuf::from)
-                    .filter(|p| p.exists())
-                    .collect::<Vec<_>>()
-                    .iter(),
-            )?,
             cwd: cstr(&policy.cwd)?,
         })
     }
@@ -183,16 +174,10 @@ impl MountPlan {
         if self.read_only_system {
             let attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
             set_attr(c"/", true, attrs, 0, Step::ReadOnlySystem)?;
-            for d in &self.devices {
-                mount(
-                    Some(d),
-                    d,
-                    None,
-                    libc::MS_BIND | libc::MS_REC,
-                    Step::Devices,
-                )?;
-                set_attr(d, true, 0, MOUNT_ATTR_NODEV, Step::Devices)?;
-            }
+            // Devices stay usable under /dev only, where Landlock admits just the allowed nodes.
+            let rec_bind = libc::MS_BIND | libc::MS_REC;
+            mount(Some(c"/dev"), c"/dev", None, rec_bind, Step::Devices)?;
+            set_attr(c"/dev", true, 0, MOUNT_ATTR_NODEV, Step::Devices)?;
             for w in &self.writable {
                 mount(
                     Some(w),

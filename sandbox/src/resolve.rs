@@ -31,19 +31,9 @@ pub const DEVICE_WRITE: [&str; 6] = [
     "/dev/pts",
 ];
 
-/// The only device nodes a sandboxed process may open at all: [`DEVICE_WRITE`] plus the random
-/// sources. Every other mount is `nodev` inside the sandbox, so disks, consoles and `/dev/kmsg`
-/// cannot be opened even by uid 0 (root owns those nodes, so permission bits would not stop it).
-pub const DEVICES_ALLOWED: [&str; 8] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-];
+/// Device files every sandboxed process may read: the random sources. With [`DEVICE_WRITE`], the only
+/// device nodes below `/dev` a sandboxed process can open.
+pub const DEVICE_READ: [&str; 2] = ["/dev/random", "/dev/urandom"];
 
 /// The filesystem a profile is resolved against: the executor's (or launcher's) own paths.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -90,6 +90,8 @@ fn unix_sockets_and_device_sinks_work() {
         &["socket", "0x100000001", "1"],
         &["prlimit-self"],
         &["socketpair-io"],
+        &["openpty"],
+        &["open-ro", "/dev/urandom"],
         &["write", "/dev/null"],
         &["read", "/dev/zero"],
     ] {

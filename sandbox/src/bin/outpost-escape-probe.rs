@@ -37,6 +37,18 @@ fn files(op: &str, a: &[String]) -> Option<libc::c_long> {
                     libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
                 }
             }
+            "openpty" => {
+                let (mut master, mut slave) = (0, 0);
+                let null = std::ptr::null_mut();
+                libc::openpty(
+                    &raw mut master,
+                    &raw mut slave,
+                    null,
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+                .into()
+            }
             "open-ro" => libc::open(c(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK).into(),
             "truncate" => libc::truncate(c(arg(0)).as_ptr(), 0).into(),
             "read" => {
