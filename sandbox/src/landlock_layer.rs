@@ -203,3 +203,23 @@ pub(crate) fn restrict_thread(
     }
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_on_root_skip_device_nodes() {
+        let read = AccessFs::from_read(ABI::V1);
+        let list = BitFlags::from(AccessFs::ReadDir);
+        let mut out = Vec::new();
+        grant_outside_dev(Path::new("/"), read, list, &mut out);
+        assert!(out.contains(&(PathBuf::from("/"), list)));
+        assert!(out.contains(&(PathBuf::from("/dev"), list)));
+        assert!(out.contains(&(PathBuf::from("/usr"), read)));
+        assert!(out.iter().all(|(p, a)| !p.starts_with("/dev") || *a == list));
+        let mut out = Vec::new();
+        grant_outside_dev(Path::new("/usr"), read, list, &mut out);
+        assert_eq!(out, vec![(PathBuf::from("/usr"), read)]);
+    }
+}
