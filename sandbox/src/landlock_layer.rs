@@ -217,7 +217,10 @@ mod tests {
         assert!(out.contains(&(PathBuf::from("/"), list)));
         assert!(out.contains(&(PathBuf::from("/dev"), list)));
         assert!(out.contains(&(PathBuf::from("/usr"), read)));
-        assert!(out.iter().all(|(p, a)| !p.starts_with("/dev") || *a == list));
+        assert!(
+            out.iter()
+                .all(|(p, a)| !p.starts_with("/dev") || *a == list)
+        );
         let mut out = Vec::new();
         grant_outside_dev(Path::new("/usr"), read, list, &mut out);
         assert_eq!(out, vec![(PathBuf::from("/usr"), read)]);

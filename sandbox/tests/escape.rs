@@ -407,6 +407,24 @@ fn i386_syscall_entry_kills_the_process() {
 }
 
 #[test]
+fn read_sibling_environment_and_fds() {
+    if !sandbox_available("read_sibling_environment_and_fds") {
+        return;
+    }
+    let dirs = Dirs::new();
+    let sibling = Sibling::spawn();
+    for file in ["environ", "mem", "fd/0", "root/etc/hostname", "cwd"] {
+        let path = format!("/proc/{}/{file}", sibling.pid());
+        let (code, stdout) = probe_in(WS, &dirs, &["read", &path]);
+        assert!(
+            [EACCES, EPERM].contains(&code),
+            "{path}: expected a denial, got {code} ({})",
+            stdout.trim()
+        );
+    }
+}
+
+#[test]
 fn pidfd_kill_sibling() {
     sibling_attack("pidfd_kill_sibling", WS, "pidfd-kill", &[], &[EPERM]);
 }
