@@ -77,7 +77,6 @@ fn fail(step: Step, err: io::Error) -> io::Result<()> {
 /// Everything the child does, prepared before fork.
 #[derive(Debug)]
 pub(crate) struct ChildPlan {
-    pub(crate) controlling_terminal: bool,
     pub(crate) parent_pid: Option<libc::pid_t>,
     pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
     pub(crate) mounts: Option<MountPlan>,
@@ -91,10 +90,6 @@ impl ChildPlan {
         // SAFETY: setsid takes no arguments; a new session detaches us from the launcher's terminal
         // (TIOCSTI on a terminal that is not our controlling tty needs CAP_SYS_ADMIN).
         check(Step::Setsid, unsafe { libc::setsid() })?;
-        if self.controlling_terminal {
-            // SAFETY: TIOCSCTTY on fd 0 with argument 0 (do not steal) takes no pointer.
-            check(Step::Setsid, unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) })?;
-        }
         if let Some(parent) = self.parent_pid {
             // SAFETY: PR_SET_PDEATHSIG takes a signal number only.
             check(Step::ParentDeath, unsafe {

@@ -33,9 +33,6 @@ pub struct LaunchOptions {
     /// Kill the command with SIGKILL when the spawning thread exits. Spawn from a long-lived thread
     /// (not a short-lived blocking-pool thread) when this is on.
     pub parent_death_signal: bool,
-    /// After `setsid`, make the command's stdin (a PTY slave) its controlling terminal, for
-    /// interactive processes. Terminal input injection (`TIOCSTI`) stays denied by seccomp.
-    pub controlling_terminal: bool,
 }
 
 impl Default for LaunchOptions {
@@ -43,7 +40,6 @@ impl Default for LaunchOptions {
         Self {
             allow_degraded: false,
             parent_death_signal: true,
-            controlling_terminal: false,
         }
     }
 }
@@ -153,7 +149,12 @@ impl PreparedLaunch {
     ///
     /// The child calls `setsid`, so it leads its own session and process group (pgid == pid): signal
     /// the group with `kill(-pid, ..)`. Do not also call `CommandExt::process_group`; a process-group
-    /// leader cannot `setsid` and the spawn would fail with `EPERM`.
+    /// leader cannot `setsid` and the spawn would fail with `EPERM`. For a PTY, add a later `pre_exec`
+    /// hook that makes stdin the controlling terminal (`ioctl(0, TIOCSCTTY, 0)`); `TIOCSTI` stays
+    /// denied by seccomp either way.
+    ///
+    /// The child re-enters its working directory after setting up mounts, so a `current_dir` set
+    /// after `apply` is honoured.
     pub fn apply(&self, cmd: &mut Command) {
         cmd.env_clear();
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
@@ -288,7 +289,6 @@ fn build_plan(
     let parent_pid = opts.parent_death_signal.then(|| unsafe { libc::getpid() });
     report.parent_death_signal = parent_pid.is_some();
     Ok(ChildPlan {
-        controlling_terminal: opts.controlling_terminal,
         parent_pid,
         rlimits: rlimits(policy)?,
         mounts,
@@ -357,7 +357,6 @@ mod tests {
         let opts = LaunchOptions {
             allow_degraded: true,
             parent_death_signal: false,
-            controlling_terminal: false,
         };
         let launch = PreparedLaunch::prepare(&policy(), &caps, &opts, []).expect("degraded launch");
         let report = launch.report();

@@ -8,7 +8,7 @@
 //!    fails with `EBUSY`),
 //! 4. denied directories get an empty read-only tmpfs with mode 000, denied files a read-only, `nodev`
 //!    bind of `/dev/null` (so opening them fails with `EACCES`),
-//! 5. the working directory is re-entered so it refers to the new mounts.
+//! 5. the working directory (whatever the spawner set) is re-entered so it refers to the new mounts.
 //!
 //! Everything is prepared as C strings before fork (`MountPlan::new`); applying the plan in the child
 //! only makes syscalls.
@@ -152,6 +152,8 @@ impl MountPlan {
 
     /// Runs the plan in the child. Async-signal-safe: syscalls on prepared data only.
     pub(crate) fn apply(&self) -> std::io::Result<()> {
+        // The directory the spawner chose (`Command::current_dir` runs before pre_exec hooks).
+        let cwd_buf = CwdBuf::current();
         let mut flags = libc::CLONE_NEWNS;
         if self.userns.is_some() {
             flags |= libc::CLONE_NEWUSER;
@@ -209,8 +211,32 @@ impl MountPlan {
             let attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
             set_attr(f, false, attrs, 0, Step::DenyFile)?;
         }
-        // SAFETY: `cwd` is a valid NUL-terminated path owned by the plan.
-        check(Step::Chdir, unsafe { libc::chdir(self.cwd.as_ptr()) })
+        // The working directory still points into the old mounts: re-enter it by path.
+        let cwd = cwd_buf
+            .as_ref()
+            .map_or(self.cwd.as_c_str(), |b| b.as_c_str());
+        // SAFETY: `cwd` is a valid NUL-terminated path (the plan's, or the stack buffer above).
+        check(Step::Chdir, unsafe { libc::chdir(cwd.as_ptr()) })
+    }
+}
+
+/// The current directory in a stack buffer (no allocation, usable between fork and exec).
+struct CwdBuf {
+    buf: [u8; libc::PATH_MAX as usize],
+}
+
+impl CwdBuf {
+    fn current() -> Option<Self> {
+        let mut me = Self {
+            buf: [0; libc::PATH_MAX as usize],
+        };
+        // SAFETY: getcwd writes at most `len` bytes, NUL-terminated, into our buffer.
+        let ret = unsafe { libc::getcwd(me.buf.as_mut_ptr().cast(), me.buf.len()) };
+        (!ret.is_null()).then_some(me)
+    }
+
+    fn as_c_str(&self) -> &std::ffi::CStr {
+        std::ffi::CStr::from_bytes_until_nul(&self.buf).unwrap_or(c"/")
     }
 }
 

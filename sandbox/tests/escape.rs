@@ -440,14 +440,10 @@ fn tiocsti_on_pty(controlling: bool) -> (Option<i32>, bool) {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let dirs = Dirs::new();
     let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
-    let opts = outpost_sandbox::LaunchOptions {
-        controlling_terminal: controlling,
-        ..outpost_sandbox::LaunchOptions::default()
-    };
     let launch = outpost_sandbox::PreparedLaunch::prepare(
         &policy,
         &outpost_sandbox::Capabilities::detect(),
-        &opts,
+        &outpost_sandbox::LaunchOptions::default(),
         std::env::vars_os(),
     )
     .expect("prepare");
@@ -459,6 +455,18 @@ fn tiocsti_on_pty(controlling: bool) -> (Option<i32>, bool) {
     cmd.args(["-c", &script])
         .stdin(std::process::Stdio::from(pty.slave));
     launch.apply(&mut cmd);
+    if controlling {
+        // What the executor does for PTY processes, after the sandbox's own set-up.
+        // SAFETY: TIOCSCTTY on fd 0 with argument 0 takes no pointer; async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     let out = cmd.output().expect("run probe on a pty");
     let tty_nr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
     assert_eq!(

@@ -304,3 +304,33 @@ fn tokio_command_spawn() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from-tokio\n");
     assert_ne!(out.status.code(), Some(0), "writing /etc must fail");
 }
+
+/// A `current_dir` set after `apply` (as the executor does) is where the command runs, and writes
+/// there go to the writable bind, not the read-only original mount.
+#[test]
+fn current_dir_after_apply_is_honoured() {
+    if !sandbox_available("current_dir_after_apply_is_honoured") {
+        return;
+    }
+    let d = Dirs::new();
+    std::fs::create_dir(d.ws.path().join("sub")).expect("mkdir sub");
+    let policy = d.policy(&Profile::builtin(":workspace").expect("builtin"));
+    let launch = outpost_sandbox::PreparedLaunch::prepare(
+        &policy,
+        &outpost_sandbox::Capabilities::detect(),
+        &outpost_sandbox::LaunchOptions::default(),
+        std::env::vars_os(),
+    )
+    .expect("prepare");
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", "pwd; echo here > rel.txt"]);
+    launch.apply(&mut cmd);
+    cmd.current_dir(d.ws.path().join("sub"));
+    let out = cmd.output().expect("spawn");
+    ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\n", d.ws("sub"))
+    );
+    assert!(d.ws.path().join("sub/rel.txt").exists());
+}
