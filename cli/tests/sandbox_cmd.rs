@@ -120,7 +120,16 @@ fn exit_codes_are_forwarded() {
         ws.path(),
     );
     assert_eq!(o.status.code(), Some(137));
-    let o = outpost(&["sandbox", "-P", ":workspace", "--", "/nonexistent/outpost-cmd"], ws.path());
+    let o = outpost(
+        &[
+            "sandbox",
+            "-P",
+            ":workspace",
+            "--",
+            "/nonexistent/outpost-cmd",
+        ],
+        ws.path(),
+    );
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
     assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
 }
