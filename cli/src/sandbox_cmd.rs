@@ -101,6 +101,13 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
         return match PreparedLaunch::prepare(&policy, &caps, &opts, std::env::vars_os()) {
             Ok(launch) => {
                 print!("{}", launch.report());
+                // Names only: values may be secrets the env policy lets through on purpose.
+                let names: Vec<_> = launch
+                    .env()
+                    .iter()
+                    .map(|(k, _)| k.to_string_lossy())
+                    .collect();
+                println!("environment: {}", names.join(" "));
                 Ok(0)
             }
             Err(e) => {
