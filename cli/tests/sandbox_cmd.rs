@@ -239,6 +239,13 @@ fn explain_prints_policy_and_report() {
         out.contains("landlock:") || out.contains("REFUSED"),
         "{out}"
     );
+    if out.contains("landlock:") {
+        let env = out
+            .lines()
+            .find(|l| l.starts_with("environment: "))
+            .expect("environment line");
+        assert!(env.contains("CODEX_PERMISSION_PROFILE"), "{env}");
+    }
 }
 
 #[test]
