@@ -19,6 +19,8 @@ pub struct Executor {
     channel: Channel,
     auth: BearerAuth,
     target: String,
+    /// Permission profile named in filesystem calls (empty: the executor's own rights).
+    profile: String,
 }
 
 impl Executor {
@@ -27,6 +29,16 @@ impl Executor {
             channel,
             auth,
             target,
+            profile: String::new(),
+        }
+    }
+
+    /// The same connection, with every filesystem call made under `profile`: the executor enforces it
+    /// in the kernel (a denied operation fails with `PERMISSION_DENIED`).
+    pub fn with_profile(&self, profile: &str) -> Self {
+        Self {
+            profile: profile.to_owned(),
+            ..self.clone()
         }
     }
 
@@ -103,7 +115,7 @@ impl Executor {
         let request = pb::GetMetadataRequest {
             path: path.to_owned(),
             follow_symlinks,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         Ok(self.fs_client().get_metadata(request).await?.into_inner())
     }
@@ -123,7 +135,7 @@ impl Executor {
             path: path.to_owned(),
             offset,
             length,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         let mut stream = self.fs_client().read_file(request).await?.into_inner();
         let mut total = 0u64;
@@ -165,7 +177,7 @@ impl Executor {
             mode: mode.into(),
             atomic,
             permissions: None,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         let frames: Vec<pb::WriteFileRequest> =
             std::iter::once(pb::write_file_request::Frame::Header(header))
@@ -194,7 +206,7 @@ impl Executor {
                 path: path.to_owned(),
                 page_token,
                 page_size: 0,
-                profile: String::new(),
+                profile: self.profile.clone(),
             };
             let page = self.fs_client().read_directory(request).await?.into_inner();
             entries.extend(page.entries);
@@ -213,7 +225,7 @@ impl Executor {
         let request = pb::CreateDirectoryRequest {
             path: path.to_owned(),
             recursive,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         self.fs_client().create_directory(request).await?;
         Ok(())
@@ -227,7 +239,7 @@ impl Executor {
         let request = pb::RemoveRequest {
             path: path.to_owned(),
             recursive,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         self.fs_client().remove(request).await?;
         Ok(())
@@ -241,7 +253,7 @@ impl Executor {
         let request = pb::RenameRequest {
             from: from.to_owned(),
             to: to.to_owned(),
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         self.fs_client().rename(request).await?;
         Ok(())
@@ -256,7 +268,7 @@ impl Executor {
             from: from.to_owned(),
             to: to.to_owned(),
             recursive,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         Ok(self
             .fs_client()
@@ -273,7 +285,7 @@ impl Executor {
     pub async fn canonicalize(&self, path: &str) -> Result<String, ClientError> {
         let request = pb::CanonicalizeRequest {
             path: path.to_owned(),
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         Ok(self
             .fs_client()

@@ -302,7 +302,20 @@ impl Session {
                 }
                 if unacked >= ACK_EVERY_BYTES {
                     unacked = 0;
-                    self.ack(process_id, last_seq).await?;
+                    // Acks are cumulative and idempotent: send without waiting, so reading never
+                    // stalls for a round trip. A lost ack only delays discarding on the executor.
+                    let (client, request) = (
+                        self.executor.process_client(),
+                        pb::AckRequest {
+                            session_id: self.id.clone(),
+                            process_id: process_id.to_owned(),
+                            seq: last_seq,
+                        },
+                    );
+                    tokio::spawn(async move {
+                        let mut client = client;
+                        let _ = client.ack(request).await;
+                    });
                 }
             }
         }

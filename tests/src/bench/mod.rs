@@ -3,6 +3,7 @@
 //! checks the targets.
 //!
 //! # Layout
+//! - [`sandbox`]: `outpost sandbox` launch overhead vs a plain spawn and bwrap.
 //! - [`report`]: rows, the markdown table, JSON output and README regeneration.
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
 //! - [`http`]: HTTP proxy latency, SSE event latency and download throughput vs direct reqwest.
@@ -12,6 +13,7 @@ pub mod fs;
 pub mod http;
 pub mod process;
 pub mod report;
+pub mod sandbox;
 
 use std::time::Duration;
 

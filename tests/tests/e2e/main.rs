@@ -4,6 +4,7 @@
 mod cli;
 mod find_up;
 mod fs;
+mod fs_profiles;
 mod http;
 mod process;
 mod process_faults;
