@@ -63,10 +63,18 @@ pub struct BodyLimits {
 type Outbound = mpsc::Sender<Result<pb::FetchResponse, Status>>;
 
 /// Most already-buffered upstream chunks merged into one body frame.
-const READY_CHUNKS: usize = 8;
+const READY_CHUNKS: usize = 32;
 
 /// Concatenates ready chunks up to the first error, which is returned separately.
-fn merge(chunks: Vec<reqwest::Result<Bytes>>) -> (Vec<u8>, Option<reqwest::Error>) {
+fn merge(mut chunks: Vec<reqwest::Result<Bytes>>) -> (Vec<u8>, Option<reqwest::Error>) {
+    if chunks.len() == 1 {
+        // A lone chunk that owns its buffer becomes the frame without a copy.
+        return match chunks.pop() {
+            Some(Ok(bytes)) => (Vec::from(bytes), None),
+            Some(Err(err)) => (Vec::new(), Some(err)),
+            None => (Vec::new(), None),
+        };
+    }
     let size = chunks
         .iter()
         .map(|c| c.as_ref().map_or(0, Bytes::len))
