@@ -40,3 +40,6 @@ pub use error::{ConfigError, InvalidEnvironmentId, RegistryError};
 pub use registry_impl::EnvironmentRegistry;
 pub(crate) use registry_impl::Inner;
 pub use state::{EnvironmentState, StepSnapshot, WaitOutcome};
+
+#[cfg(test)]
+mod tests;
