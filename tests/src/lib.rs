@@ -10,10 +10,12 @@
 //! - [`ServeProcess`]: a real `outpost serve` child process, killed on drop.
 //! - [`bench`]: the sections of the `outpost-bench` binary.
 //! - [`delay_proxy`]: a TCP proxy that adds latency each way, since there is no netem here.
+//! - [`relay`]: a TCP relay whose connections can be cut while the executor behind it lives on.
 
 pub mod bench;
 pub mod delay_proxy;
 mod executor;
+pub mod relay;
 mod serve_process;
 mod tls;
 
