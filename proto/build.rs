@@ -21,6 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        // Process output is cloned per reader from the executor's ring: `Bytes` makes that a refcount.
+        .bytes(".outpost.v1.Output.data")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use outpost_exec_server::auth::Token;
+use outpost_exec_server::process::SandboxSettings;
 use outpost_exec_server::{ExecutorOptions, ListenTarget, Listener, ServerConfig};
+use outpost_sandbox::{ManagedRequirements, ProfileConfig};
 
 /// Arguments of `outpost serve`.
 #[derive(Debug, Args)]
@@ -44,6 +46,26 @@ pub(crate) struct ServeArgs {
     /// Stable executor id reported by Info (default: random per process).
     #[arg(long)]
     executor_id: Option<String>,
+    /// TOML file with named permission profiles (`[permissions.NAME]` tables, `default_profile`).
+    #[arg(long)]
+    profiles_file: Option<PathBuf>,
+    /// Profile for requests that name none (default :workspace).
+    #[arg(long)]
+    default_profile: Option<String>,
+    /// Managed requirements, always applied (default $OUTPOST_MANAGED_CONFIG or
+    /// /etc/outpost/requirements.toml; a missing file means: no unsandboxed runs, nothing else).
+    #[arg(long)]
+    managed_config: Option<PathBuf>,
+    /// Operator opt-out: launch even when a sandbox layer a profile needs is missing (each missing
+    /// layer is reported as degraded). Never the default.
+    #[arg(long)]
+    allow_degraded: bool,
+    /// How long a detached session's processes keep running, in ms (default 30000).
+    #[arg(long)]
+    detach_ttl_ms: Option<u64>,
+    /// Output retained per process, in bytes (default 1 MiB).
+    #[arg(long)]
+    output_ring_bytes: Option<usize>,
     /// Largest gRPC message in bytes (default 16 MiB).
     #[arg(long)]
     max_message_bytes: Option<usize>,
@@ -71,6 +93,10 @@ impl ServeArgs {
         cfg.tls_key = self.tls_key.or(cfg.tls_key);
         cfg.tls_client_ca = self.tls_client_ca.or(cfg.tls_client_ca);
         cfg.executor_id = self.executor_id.or(cfg.executor_id);
+        cfg.profiles_file = self.profiles_file.or(cfg.profiles_file);
+        cfg.default_profile = self.default_profile.or(cfg.default_profile);
+        cfg.managed_config = self.managed_config.or(cfg.managed_config);
+        cfg.allow_degraded |= self.allow_degraded;
         if !self.workspace_roots.is_empty() {
             cfg.workspace_roots = self.workspace_roots;
         }
@@ -82,6 +108,8 @@ impl ServeArgs {
             .or(limits.max_concurrent_streams);
         limits.keepalive_interval_ms = self.keepalive_interval_ms.or(limits.keepalive_interval_ms);
         limits.shutdown_grace_ms = self.shutdown_grace_ms.or(limits.shutdown_grace_ms);
+        limits.detach_ttl_ms = self.detach_ttl_ms.or(limits.detach_ttl_ms);
+        limits.output_ring_bytes = self.output_ring_bytes.or(limits.output_ring_bytes);
         Ok(cfg)
     }
 }
@@ -105,6 +133,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    let sandbox = sandbox_settings(&cfg)?;
     let listener = Listener::bind(&target, tls.is_some(), token.is_some()).await?;
     let mut options = ExecutorOptions {
         token,
@@ -112,6 +141,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         workspace_roots: cfg.workspace_roots,
         allowed_peer_uids: cfg.allowed_peer_uids,
         limits: cfg.limits.resolve(),
+        process: cfg.limits.process(),
+        sandbox,
         ..ExecutorOptions::default()
     };
     if let Some(id) = cfg.executor_id {
@@ -122,6 +153,36 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("executor stopped with an error")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Profiles, default profile, managed requirements and the degraded opt-out from the config.
+fn sandbox_settings(cfg: &ServerConfig) -> anyhow::Result<SandboxSettings> {
+    let mut settings = SandboxSettings::default();
+    if let Some(path) = &cfg.profiles_file {
+        settings.profiles = ProfileConfig::load(path)?;
+    }
+    if let Some(name) = cfg
+        .default_profile
+        .clone()
+        .or_else(|| settings.profiles.default_profile.clone())
+    {
+        settings
+            .profiles
+            .profile(&name)
+            .with_context(|| format!("invalid default profile {name:?}"))?;
+        settings.default_profile = name;
+    }
+    settings.managed = match &cfg.managed_config {
+        Some(path) => ManagedRequirements::load(path)?,
+        None => ManagedRequirements::load_default()?,
+    };
+    settings.allow_degraded = cfg.allow_degraded;
+    if cfg.allow_degraded {
+        tracing::warn!(
+            "--allow-degraded: processes may run with sandbox layers missing (reported per launch)"
+        );
+    }
+    Ok(settings)
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -19,6 +19,8 @@ pub struct Executor {
     channel: Channel,
     auth: BearerAuth,
     target: String,
+    /// Permission profile named in filesystem calls (empty: the executor's own rights).
+    profile: String,
 }
 
 impl Executor {
@@ -27,6 +29,16 @@ impl Executor {
             channel,
             auth,
             target,
+            profile: String::new(),
+        }
+    }
+
+    /// The same connection, with every filesystem call made under `profile`: the executor enforces it
+    /// in the kernel (a denied operation fails with `PERMISSION_DENIED`).
+    pub fn with_profile(&self, profile: &str) -> Self {
+        Self {
+            profile: profile.to_owned(),
+            ..self.clone()
         }
     }
 
@@ -95,7 +107,7 @@ impl Executor {
         let request = pb::GetMetadataRequest {
             path: path.to_owned(),
             follow_symlinks,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         Ok(self.fs_client().get_metadata(request).await?.into_inner())
     }
@@ -115,7 +127,7 @@ impl Executor {
             path: path.to_owned(),
             offset,
             length,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         let mut stream = self.fs_client().read_file(request).await?.into_inner();
         let mut total = 0u64;
@@ -157,7 +169,7 @@ impl Executor {
             mode: mode.into(),
             atomic,
             permissions: None,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         let frames: Vec<pb::WriteFileRequest> =
             std::iter::once(pb::write_file_request::Frame::Header(header))
@@ -186,7 +198,7 @@ impl Executor {
                 path: path.to_owned(),
                 page_token,
                 page_size: 0,
-                profile: String::new(),
+                profile: self.profile.clone(),
             };
             let page = self.fs_client().read_directory(request).await?.into_inner();
             entries.extend(page.entries);
@@ -205,7 +217,7 @@ impl Executor {
         let request = pb::CreateDirectoryRequest {
             path: path.to_owned(),
             recursive,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         self.fs_client().create_directory(request).await?;
         Ok(())
@@ -219,7 +231,7 @@ impl Executor {
         let request = pb::RemoveRequest {
             path: path.to_owned(),
             recursive,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         self.fs_client().remove(request).await?;
         Ok(())
@@ -233,7 +245,7 @@ impl Executor {
         let request = pb::RenameRequest {
             from: from.to_owned(),
             to: to.to_owned(),
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         self.fs_client().rename(request).await?;
         Ok(())
@@ -248,7 +260,7 @@ impl Executor {
             from: from.to_owned(),
             to: to.to_owned(),
             recursive,
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         Ok(self
             .fs_client()
@@ -265,7 +277,7 @@ impl Executor {
     pub async fn canonicalize(&self, path: &str) -> Result<String, ClientError> {
         let request = pb::CanonicalizeRequest {
             path: path.to_owned(),
-            profile: String::new(),
+            profile: self.profile.clone(),
         };
         Ok(self
             .fs_client()

@@ -352,7 +352,20 @@ pub async fn follow_with<P: SessionProvider>(
             }
             if unacked >= ACK_EVERY_BYTES {
                 unacked = 0;
-                session.ack(process_id, last_seq).await?;
+                // Acks are cumulative and idempotent: send without waiting, so reading never
+                // stalls for a round trip. A lost ack only delays discarding on the executor.
+                let (client, request) = (
+                    session.executor().process_client(),
+                    pb::AckRequest {
+                        session_id: session.id().to_owned(),
+                        process_id: process_id.to_owned(),
+                        seq: last_seq,
+                    },
+                );
+                tokio::spawn(async move {
+                    let mut client = client;
+                    let _ = client.ack(request).await;
+                });
             }
         }
     }

@@ -30,6 +30,15 @@ pub struct ServerConfig {
     pub allowed_peer_uids: Vec<u32>,
     /// Stable executor id; default: a random id per process.
     pub executor_id: Option<String>,
+    /// TOML file with named permission profiles (`[permissions.NAME]`) and `default_profile`.
+    pub profiles_file: Option<PathBuf>,
+    /// Profile used when a request names none (default `:workspace`).
+    pub default_profile: Option<String>,
+    /// Managed requirements file (default `$OUTPOST_MANAGED_CONFIG` or `/etc/outpost/requirements.toml`).
+    pub managed_config: Option<PathBuf>,
+    /// Operator opt-out: launch even when a sandbox layer a profile needs is missing.
+    #[serde(default)]
+    pub allow_degraded: bool,
     /// Limits.
     #[serde(default)]
     pub limits: LimitsConfig,
@@ -49,6 +58,12 @@ pub struct LimitsConfig {
     pub keepalive_timeout_ms: Option<u64>,
     /// How long draining waits for in-flight calls on shutdown, in milliseconds.
     pub shutdown_grace_ms: Option<u64>,
+    /// How long a detached session's processes keep running, in milliseconds (default 30000).
+    pub detach_ttl_ms: Option<u64>,
+    /// Output retained per process, in bytes (default 1 MiB).
+    pub output_ring_bytes: Option<usize>,
+    /// How long an exited process stays readable, in milliseconds (default 30000).
+    pub exit_retention_ms: Option<u64>,
 }
 
 impl ServerConfig {
@@ -115,6 +130,23 @@ impl LimitsConfig {
             shutdown_grace: self
                 .shutdown_grace_ms
                 .map_or(d.shutdown_grace, Duration::from_millis),
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// Applies the configured process limits over the defaults.
+    pub fn process(&self) -> crate::process::ProcessConfig {
+        let d = crate::process::ProcessConfig::default();
+        crate::process::ProcessConfig {
+            detach_ttl: self
+                .detach_ttl_ms
+                .map_or(d.detach_ttl, Duration::from_millis),
+            output_ring_bytes: self.output_ring_bytes.unwrap_or(d.output_ring_bytes),
+            exit_retention: self
+                .exit_retention_ms
+                .map_or(d.exit_retention, Duration::from_millis),
+            ..d
         }
     }
 }

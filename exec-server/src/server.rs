@@ -22,7 +22,7 @@ use tower::Layer;
 use crate::auth::{AuthLayer, Authenticated, Token};
 use crate::config::Limits;
 use crate::error::ServerError;
-use crate::fs::{FileSystemService, FsConfig};
+use crate::fs::{FileSystemService, FsConfig, OpRunner};
 use crate::info::InfoService;
 use crate::listen::Listener;
 use crate::process::{ProcessConfig, ProcessManager, ProcessService, SandboxSettings};
@@ -146,10 +146,13 @@ fn build_routes(
         )
         .add_service(pb::session_server::SessionServer::new(process))
         .add_service(
-            FileSystemService::new(FsConfig::default())
-                .into_server()
-                .max_decoding_message_size(max)
-                .max_encoding_message_size(max),
+            FileSystemService::with_runner(
+                FsConfig::default(),
+                OpRunner::with_sandbox(processes.sandbox().clone()),
+            )
+            .into_server()
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max),
         )
         .prepare()
 }

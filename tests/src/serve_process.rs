@@ -116,7 +116,9 @@ impl ServeProcess {
     /// # Errors
     /// When the process is gone or the signal cannot be sent.
     pub fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
-        let pid = self.pid().ok_or_else(|| anyhow::anyhow!("already reaped"))?;
+        let pid = self
+            .pid()
+            .ok_or_else(|| anyhow::anyhow!("already reaped"))?;
         let pid = i32::try_from(pid)?;
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)?;
         Ok(())

@@ -44,6 +44,19 @@ pub enum FsError {
         /// The requested profile.
         profile: String,
     },
+    /// The named profile is forbidden by managed requirements (`denied`) or cannot be enforced here.
+    #[error("profile {profile:?}: {reason}")]
+    Profile {
+        /// The requested profile.
+        profile: String,
+        /// Why.
+        reason: String,
+        /// Forbidden by policy (PERMISSION_DENIED) rather than unavailable (FAILED_PRECONDITION).
+        denied: bool,
+    },
+    /// A profile's worker thread is gone.
+    #[error("the filesystem worker for this profile stopped")]
+    WorkerGone,
     /// The operation refuses this target whatever the filesystem says.
     #[error("{path}: {reason}")]
     Refused {
@@ -132,6 +145,9 @@ impl From<FsError> for Status {
                 (Code::FailedPrecondition, error.to_string())
             }
             FsError::Io { source, .. } => (io_code(source), chain(&error)),
+            FsError::Profile { denied: true, .. } => (Code::PermissionDenied, error.to_string()),
+            FsError::Profile { denied: false, .. } => (Code::FailedPrecondition, error.to_string()),
+            FsError::WorkerGone => (Code::Internal, error.to_string()),
             FsError::Worker(_) => (
                 Code::Internal,
                 "internal error in the filesystem worker".to_owned(),

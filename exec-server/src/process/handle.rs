@@ -18,7 +18,7 @@ use super::log::OutputLog;
 use super::pty::PtyMaster;
 
 /// Output is read from the child in chunks of at most this size.
-const READ_CHUNK: usize = 64 * 1024;
+const READ_CHUNK: usize = 256 * 1024;
 /// After the child exits, wait this long for its pipes to drain before reporting the exit.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 /// How many recent write ids are remembered for idempotent stdin writes.
@@ -261,11 +261,12 @@ fn exit_event(status: std::io::Result<std::process::ExitStatus>, timed_out: bool
 }
 
 async fn pump(mut from: impl AsyncRead + Unpin, log: Arc<OutputLog>, stream: pb::OutputStream) {
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = bytes::BytesMut::with_capacity(READ_CHUNK);
     loop {
-        match from.read(&mut buf).await {
+        buf.reserve(READ_CHUNK);
+        match from.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => log.push_output(stream, buf[..n].to_vec()).await,
+            Ok(_) => log.push_output(stream, buf.split().freeze()).await,
         }
     }
 }
@@ -276,8 +277,11 @@ async fn pump_pty(pty: Arc<PtyMaster>, log: Arc<OutputLog>) {
         match pty.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                log.push_output(pb::OutputStream::Pty, buf[..n].to_vec())
-                    .await
+                log.push_output(
+                    pb::OutputStream::Pty,
+                    bytes::Bytes::copy_from_slice(&buf[..n]),
+                )
+                .await
             }
         }
     }

@@ -87,7 +87,7 @@ impl OutputLog {
     }
 
     /// Appends an output chunk, waiting for space while the ring is full of unreleased events.
-    pub(crate) async fn push_output(&self, stream: pb::OutputStream, data: Vec<u8>) {
+    pub(crate) async fn push_output(&self, stream: pb::OutputStream, data: bytes::Bytes) {
         let len = data.len();
         let mut data = Some(data);
         loop {
@@ -241,7 +241,7 @@ mod tests {
 
     fn data_of(e: &pb::ProcessEvent) -> Vec<u8> {
         match &e.event {
-            Some(Event::Output(o)) => o.data.clone(),
+            Some(Event::Output(o)) => o.data.to_vec(),
             other => panic!("not output: {other:?}"),
         }
     }
@@ -249,9 +249,9 @@ mod tests {
     #[tokio::test]
     async fn events_share_one_counter_and_close_finishes() {
         let log = OutputLog::new(1024);
-        log.push_output(pb::OutputStream::Stdout, b"a".to_vec())
+        log.push_output(pb::OutputStream::Stdout, bytes::Bytes::from_static(b"a"))
             .await;
-        log.push_output(pb::OutputStream::Stderr, b"b".to_vec())
+        log.push_output(pb::OutputStream::Stderr, bytes::Bytes::from_static(b"b"))
             .await;
         log.push_exit(pb::Exit {
             code: Some(0),
@@ -268,10 +268,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn full_ring_blocks_the_producer_until_released() {
         let log = std::sync::Arc::new(OutputLog::new(10));
-        log.push_output(pb::OutputStream::Stdout, vec![1; 6]).await;
+        log.push_output(pb::OutputStream::Stdout, bytes::Bytes::from(vec![1; 6]))
+            .await;
         let producer = {
             let log = log.clone();
-            tokio::spawn(async move { log.push_output(pb::OutputStream::Stdout, vec![2; 6]).await })
+            tokio::spawn(async move {
+                log.push_output(pb::OutputStream::Stdout, bytes::Bytes::from(vec![2; 6]))
+                    .await
+            })
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(
@@ -298,11 +302,15 @@ mod tests {
     async fn ack_mode_ignores_plain_deliveries() {
         let log = std::sync::Arc::new(OutputLog::new(10));
         log.require_ack();
-        log.push_output(pb::OutputStream::Stdout, vec![1; 6]).await;
+        log.push_output(pb::OutputStream::Stdout, bytes::Bytes::from(vec![1; 6]))
+            .await;
         log.release(1, false); // an observer stream delivered it; not an ack
         let producer = {
             let log = log.clone();
-            tokio::spawn(async move { log.push_output(pb::OutputStream::Stdout, vec![2; 6]).await })
+            tokio::spawn(async move {
+                log.push_output(pb::OutputStream::Stdout, bytes::Bytes::from(vec![2; 6]))
+                    .await
+            })
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!producer.is_finished());

@@ -1,6 +1,7 @@
 //! Turning a validated Start request and a prepared launch into a running child: program lookup,
 //! stdio (pipes or a terminal), the extra child set-up outpost adds to the sandbox's, and spawning.
 
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,12 @@ pub(crate) fn spawn(
         .spawn()
         .map_err(ProcessError::Spawn)?;
     let pid = child.id().unwrap_or(0);
+    if let Some(out) = &child.stdout {
+        grow_pipe(out.as_raw_fd());
+    }
+    if let Some(err) = &child.stderr {
+        grow_pipe(err.as_raw_fd());
+    }
     let stdin = match (&pty_master, child.stdin.take()) {
         (Some(master), _) => Some(Stdin::Pty(master.clone())),
         (None, Some(pipe)) => Some(Stdin::Pipe(pipe)),
@@ -87,6 +94,15 @@ pub(crate) fn spawn(
     );
     handle.supervise(child, spec.timeout);
     Ok(handle)
+}
+
+/// Pipe buffer outpost asks for: fewer, larger reads for bulk output.
+const PIPE_BYTES: libc::c_int = 1024 * 1024;
+
+/// Enlarges a pipe's buffer (best effort: the system limit may be lower for unprivileged users).
+fn grow_pipe(fd: std::os::fd::RawFd) {
+    // SAFETY: F_SETPIPE_SZ takes an integer; the fd is an open pipe end we own.
+    let _ = unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
 }
 
 /// Child set-up outpost adds after the sandbox's own (which already made the child a session leader

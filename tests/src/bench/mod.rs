@@ -3,11 +3,15 @@
 //! checks the targets.
 //!
 //! # Layout
+//! - [`sandbox`]: `outpost sandbox` launch overhead vs a plain spawn and bwrap.
 //! - [`report`]: rows, the markdown table, JSON output and README regeneration.
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
+//! - [`process`]: exec round trips, output throughput, many concurrent processes, executor RSS.
 
 pub mod fs;
+pub mod process;
 pub mod report;
+pub mod sandbox;
 
 use std::time::Duration;
 

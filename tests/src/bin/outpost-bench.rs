@@ -50,6 +50,14 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("filesystem section")?,
     );
+    eprintln!("outpost-bench: process section ...");
+    rows.extend(
+        bench::process::run(args.quick)
+            .await
+            .context("process section")?,
+    );
+    eprintln!("outpost-bench: sandbox section ...");
+    rows.extend(bench::sandbox::run(args.quick).context("sandbox section")?);
     let table = report::markdown(&rows);
     println!("{table}");
     let json_path = args

@@ -4,6 +4,9 @@
 mod cli;
 mod find_up;
 mod fs;
+mod fs_profiles;
+mod process;
+mod process_faults;
 mod transports;
 
 use std::time::Duration;

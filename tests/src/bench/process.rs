@@ -1,0 +1,205 @@
+//! Process section: exec round trip of `true` over a warm channel (unsandboxed and `:workspace`)
+//! against a local spawn, 1 GiB of output against a local pipe, and 1,000 concurrent short processes
+//! with the executor's idle and peak RSS, all against a real `outpost serve` process.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use outpost_client::{Session, pb};
+use tokio::io::AsyncReadExt;
+
+use super::report::Row;
+use super::{ms, percentile};
+use crate::ServeProcess;
+
+const SECTION: &str = "process";
+
+/// Runs the section.
+///
+/// # Errors
+/// When the executor cannot be started or a call fails.
+pub async fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
+    let dir = tempfile::tempdir()?;
+    let managed = dir.path().join("requirements.toml");
+    std::fs::write(&managed, "allow_unsandboxed = true\n")?;
+    let managed_arg = managed.to_string_lossy().into_owned();
+    let server = ServeProcess::unix(&["--managed-config", &managed_arg]).await?;
+    let idle_rss = rss_kib(server.pid().unwrap_or(0));
+    let client = server.connect().await?;
+    let session = Arc::new(client.attach(None, None).await?);
+    let n = if quick { 50 } else { 300 };
+    let mut rows = Vec::new();
+    let local = local_spawn_median(n).await?;
+    for profile in [":danger-full-access", ":workspace"] {
+        let took = exec_median(&session, profile, n).await?;
+        rows.push(
+            Row::new(
+                SECTION,
+                format!("exec `true` round trip, warm channel, {profile}"),
+                ms(took),
+                "ms",
+            )
+            .baseline("local spawn+wait", ms(local))
+            .target("median <= 3 ms", ms(took) <= 3.0),
+        );
+    }
+    rows.push(throughput(&session, if quick { 256 } else { 1024 }).await?);
+    rows.extend(concurrent(&session, &server, if quick { 200 } else { 1000 }).await?);
+    rows.push(
+        Row::new(
+            SECTION,
+            "executor idle RSS",
+            idle_rss as f64 / 1024.0,
+            "MiB",
+        )
+        .target("<= 20 MB", idle_rss as f64 * 1024.0 <= 20e6),
+    );
+    Ok(rows)
+}
+
+/// Resident set size of `pid` in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn local_spawn_median(n: usize) -> anyhow::Result<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        tokio::process::Command::new("true").status().await?;
+        samples.push(t.elapsed());
+    }
+    Ok(percentile(&mut samples, 50.0))
+}
+
+fn request(argv: &[&str], profile: &str) -> pb::StartRequest {
+    pb::StartRequest {
+        argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+        cwd: std::env::temp_dir().to_string_lossy().into_owned(),
+        sandbox: Some(pb::start_request::Sandbox::Profile(profile.to_owned())),
+        ..Default::default()
+    }
+}
+
+async fn exec_median(session: &Session, profile: &str, n: usize) -> anyhow::Result<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let pid = session.start(request(&["true"], profile)).await?.process_id;
+        let exit = session.follow(&pid, 0, |_| Ok(())).await?;
+        anyhow::ensure!(
+            exit.code == Some(0),
+            "true failed under {profile}: {exit:?}"
+        );
+        samples.push(t.elapsed());
+    }
+    Ok(percentile(&mut samples, 50.0))
+}
+
+async fn throughput(session: &Session, mib: u64) -> anyhow::Result<Row> {
+    let bytes = mib * 1024 * 1024;
+    let script = format!("head -c {bytes} /dev/zero");
+    let t = Instant::now();
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut local_total = 0u64;
+    loop {
+        let n = out.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        local_total += n as u64;
+    }
+    child.wait().await?;
+    let local = t.elapsed();
+    let t = Instant::now();
+    let pid = session
+        .start(request(&["sh", "-c", &script], ":workspace"))
+        .await?
+        .process_id;
+    let mut total = 0u64;
+    session
+        .follow(&pid, 0, |e| {
+            if let Some(pb::process_event::Event::Output(o)) = &e.event {
+                total += o.data.len() as u64;
+            }
+            Ok(())
+        })
+        .await?;
+    let remote = t.elapsed();
+    anyhow::ensure!(
+        total == bytes && local_total == bytes,
+        "short output: {total} / {local_total} of {bytes}"
+    );
+    let gbps = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
+    Ok(Row::new(
+        SECTION,
+        format!("output throughput, {mib} MiB of /dev/zero"),
+        gbps(remote),
+        "GB/s",
+    )
+    .baseline("local pipe", gbps(local))
+    .target(">= 1 GB/s", gbps(remote) >= 1.0))
+}
+
+async fn concurrent(
+    session: &Arc<Session>,
+    server: &ServeProcess,
+    n: usize,
+) -> anyhow::Result<Vec<Row>> {
+    let pid = server.pid().unwrap_or(0);
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(rss_kib(pid)));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(rss_kib(pid), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let t = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let session = session.clone();
+        tasks.spawn(async move {
+            let pid = session
+                .start(request(&["sh", "-c", "echo hi"], ":workspace"))
+                .await?
+                .process_id;
+            let exit = session.follow(&pid, 0, |_| Ok(())).await?;
+            anyhow::ensure!(exit.code == Some(0), "{exit:?}");
+            Ok::<_, anyhow::Error>(())
+        });
+    }
+    while let Some(result) = tasks.join_next().await {
+        result??;
+    }
+    let took = t.elapsed();
+    sampler.abort();
+    Ok(vec![
+        Row::new(
+            SECTION,
+            format!("{n} concurrent short processes (:workspace), total"),
+            ms(took),
+            "ms",
+        ),
+        Row::new(
+            SECTION,
+            format!("executor peak RSS during {n} concurrent processes"),
+            peak.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1024.0,
+            "MiB",
+        ),
+    ])
+}
