@@ -134,6 +134,39 @@ impl Inner {
         };
         entry.task = Some(tokio::spawn(supervisor.run()));
     }
+
+    /// See [`EnvironmentRegistry::wait_for_environment`].
+    async fn wait_for(
+        self: &Arc<Self>,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, RegistryError> {
+        let mut rx = {
+            let mut entries = self.lock();
+            let entry = entries
+                .map
+                .get_mut(id)
+                .ok_or_else(|| RegistryError::UnknownEnvironment(id.to_owned()))?;
+            entry.demanded = true;
+            let rx = entry.state.subscribe();
+            let key = entry.spec.id.clone();
+            self.launch(&mut entries, &key);
+            rx
+        };
+        let settled = |w: &Watched| !matches!(w, Watched::State(EnvironmentState::Starting));
+        let watched = match tokio::time::timeout(timeout, rx.wait_for(settled)).await {
+            Err(_) => return Ok(WaitOutcome::TimedOut),
+            Ok(Err(_)) => Watched::Removed,
+            Ok(Ok(seen)) => seen.clone(),
+        };
+        match watched {
+            Watched::State(EnvironmentState::Ready(env)) => Ok(WaitOutcome::Ready(env)),
+            Watched::State(EnvironmentState::Failed(reason)) => Ok(WaitOutcome::Failed(reason)),
+            Watched::State(EnvironmentState::Starting) => Ok(WaitOutcome::TimedOut),
+            Watched::Replaced => Err(RegistryError::Replaced(id.to_owned())),
+            Watched::Removed => Err(RegistryError::Removed(id.to_owned())),
+        }
+    }
 }
 
 impl Default for EnvironmentRegistry {
@@ -326,31 +359,7 @@ impl EnvironmentRegistry {
         id: &str,
         timeout: Duration,
     ) -> Result<WaitOutcome, RegistryError> {
-        let mut rx = {
-            let mut entries = self.inner.lock();
-            let entry = entries
-                .map
-                .get_mut(id)
-                .ok_or_else(|| RegistryError::UnknownEnvironment(id.to_owned()))?;
-            entry.demanded = true;
-            let rx = entry.state.subscribe();
-            let key = entry.spec.id.clone();
-            self.inner.launch(&mut entries, &key);
-            rx
-        };
-        let settled = |w: &Watched| !matches!(w, Watched::State(EnvironmentState::Starting));
-        let watched = match tokio::time::timeout(timeout, rx.wait_for(settled)).await {
-            Err(_) => return Ok(WaitOutcome::TimedOut),
-            Ok(Err(_)) => Watched::Removed,
-            Ok(Ok(seen)) => seen.clone(),
-        };
-        match watched {
-            Watched::State(EnvironmentState::Ready(env)) => Ok(WaitOutcome::Ready(env)),
-            Watched::State(EnvironmentState::Failed(reason)) => Ok(WaitOutcome::Failed(reason)),
-            Watched::State(EnvironmentState::Starting) => Ok(WaitOutcome::TimedOut),
-            Watched::Replaced => Err(RegistryError::Replaced(id.to_owned())),
-            Watched::Removed => Err(RegistryError::Removed(id.to_owned())),
-        }
+        self.inner.wait_for(id, timeout).await
     }
 
     /// Follows a process of `id`'s session to its end like [`Session::follow`], across reconnects:
@@ -375,8 +384,8 @@ impl EnvironmentRegistry {
             .get(id)
             .map_or(Duration::ZERO, |e| e.spec.reconnect_deadline);
         let provider = CurrentSession {
-            registry: self,
-            id,
+            inner: self.inner.clone(),
+            id: id.to_owned(),
             wait,
         };
         crate::process::follow_with(&provider, process_id, after_seq, on_event).await
@@ -385,13 +394,13 @@ impl EnvironmentRegistry {
 
 /// The environment's session on its current connection, waiting while it reconnects.
 #[derive(Debug)]
-struct CurrentSession<'a> {
-    registry: &'a EnvironmentRegistry,
-    id: &'a str,
+struct CurrentSession {
+    inner: Arc<Inner>,
+    id: String,
     wait: Duration,
 }
 
-impl SessionProvider for CurrentSession<'_> {
+impl SessionProvider for CurrentSession {
     type Handle<'a>
         = Arc<Session>
     where
@@ -399,10 +408,10 @@ impl SessionProvider for CurrentSession<'_> {
 
     async fn session(&self) -> Result<Arc<Session>, ClientError> {
         let unavailable = |reason: String| ClientError::EnvironmentUnavailable {
-            id: self.id.to_owned(),
+            id: self.id.clone(),
             reason,
         };
-        match self.registry.wait_for_environment(self.id, self.wait).await {
+        match self.inner.wait_for(&self.id, self.wait).await {
             Ok(WaitOutcome::Ready(env)) => Ok(env.session().clone()),
             Ok(WaitOutcome::Failed(reason)) => Err(unavailable(reason.to_string())),
             Ok(WaitOutcome::TimedOut) => Err(unavailable(format!(

@@ -7,6 +7,7 @@ mod fs;
 mod fs_profiles;
 mod process;
 mod process_faults;
+mod registry;
 mod transports;
 
 use std::time::Duration;
