@@ -8,6 +8,7 @@ mod fs_profiles;
 mod process;
 mod process_faults;
 mod registry;
+mod registry_fleet;
 mod transports;
 
 use std::time::Duration;
