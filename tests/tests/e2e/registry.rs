@@ -278,3 +278,48 @@ async fn draining_executor_moves_the_environment_to_starting() -> anyhow::Result
     .await?;
     Ok(())
 }
+
+#[test]
+fn cli_environment_flag_uses_the_environments_file() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("environments.toml");
+    let bin = outpost_tests::outpost_bin();
+    std::fs::write(
+        &file,
+        format!(
+            "default = \"local\"\n[[environments]]\nid = \"local\"\ntarget = \"exec:{}\"\n\
+             [[environments]]\nid = \"later\"\n",
+            bin.display()
+        ),
+    )?;
+    let run = |args: &[&str]| {
+        std::process::Command::new(&bin)
+            .args(args)
+            .arg("--environments")
+            .arg(&file)
+            .env_remove("OUTPOST_TARGET")
+            .output()
+    };
+    for args in [
+        &["info", "--json", "--environment", "local"][..],
+        &["info", "--json"],
+    ] {
+        let out = run(args)?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        let info: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        assert!(
+            info["fs_context"]["cwd"]
+                .as_str()
+                .is_some_and(|c| c.starts_with('/'))
+        );
+    }
+    let unknown = run(&["info", "--environment", "nope"])?;
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no environment \"nope\""));
+    let deferred = run(&["info", "--environment", "later"])?;
+    assert!(String::from_utf8_lossy(&deferred.stderr).contains("has no target yet"));
+    let both = run(&["info", "--environment", "local", "--target", "exec:"])?;
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot be used with"));
+    Ok(())
+}

@@ -31,7 +31,10 @@ async fn fleet_of_32_executors_all_ready_and_nothing_leaks() -> anyhow::Result<(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "fleet run failed:\n{text}");
-    assert!(text.contains("1 passed"), "the fleet test did not run:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the fleet test did not run:\n{text}"
+    );
     Ok(())
 }
 
@@ -67,7 +70,10 @@ async fn fleet() -> anyhow::Result<()> {
     }
     let step = registry.snapshot();
     assert_eq!(step.len(), FLEET);
-    assert!(step.iter().all(|(_, s)| matches!(s, EnvironmentState::Ready(_))));
+    assert!(
+        step.iter()
+            .all(|(_, s)| matches!(s, EnvironmentState::Ready(_)))
+    );
 
     let rounds = 10_000u32;
     let timer = Instant::now();
@@ -85,7 +91,10 @@ async fn fleet() -> anyhow::Result<()> {
             let info = env.executor().info().await?;
             let root = env.executor().metadata("/", true).await?;
             anyhow::ensure!(info.executor_id == env.info().executor_id, "wrong executor");
-            anyhow::ensure!(root.kind() == outpost_client::pb::FileKind::Directory, "{root:?}");
+            anyhow::ensure!(
+                root.kind() == outpost_client::pb::FileKind::Directory,
+                "{root:?}"
+            );
             Ok(())
         });
     }
