@@ -10,6 +10,7 @@
 //! - [`ServeProcess`]: a real `outpost serve` child process, killed on drop.
 //! - [`bench`]: the sections of the `outpost-bench` binary.
 //! - [`delay_proxy`]: a TCP proxy that adds latency each way, since there is no netem here.
+//! - [`sshd`]: a throwaway OpenSSH server on loopback for `ssh://` tests.
 //! - [`relay`]: a TCP relay whose connections can be cut while the executor behind it lives on.
 
 pub mod bench;
@@ -17,6 +18,7 @@ pub mod delay_proxy;
 mod executor;
 pub mod relay;
 mod serve_process;
+pub mod sshd;
 mod tls;
 
 pub use executor::{InProcessExecutor, TEST_TOKEN, Transport};

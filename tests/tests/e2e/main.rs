@@ -9,6 +9,7 @@ mod process;
 mod process_faults;
 mod registry;
 mod registry_fleet;
+mod ssh;
 mod transports;
 
 use std::time::Duration;
