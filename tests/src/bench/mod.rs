@@ -7,9 +7,11 @@
 //! - [`report`]: rows, the markdown table, JSON output and README regeneration.
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
 //! - [`process`]: exec round trips, output throughput, many concurrent processes, executor RSS.
+//! - [`registry`]: environment readiness, snapshot cost, waiter wake-up, a 64-executor fleet.
 
 pub mod fs;
 pub mod process;
+pub mod registry;
 pub mod report;
 pub mod sandbox;
 
