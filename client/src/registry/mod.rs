@@ -25,11 +25,13 @@
 //! - `state`: [`EnvironmentState`], [`StepSnapshot`], [`WaitOutcome`].
 //! - `environment`: [`Environment`], [`FsContext`], [`EnvironmentCache`].
 //! - `supervisor`: the per-environment connect / health / reconnect task.
+//! - `follow`: following a process's output across reconnects.
 //! - [`error`]: [`RegistryError`], [`ConfigError`].
 
 pub mod config;
 mod environment;
 pub mod error;
+mod follow;
 mod registry_impl;
 mod state;
 mod supervisor;

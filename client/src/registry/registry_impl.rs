@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
-use outpost_proto::pb;
 use tokio::sync::watch;
 
 use super::config::{EnvironmentId, EnvironmentSpec, EnvironmentsConfig, StartMode};
@@ -18,15 +17,13 @@ use super::environment::EnvironmentCache;
 use super::error::RegistryError;
 use super::state::{EnvironmentState, StepSnapshot, WaitOutcome, Watched};
 use super::supervisor::Supervisor;
-use crate::error::ClientError;
-use crate::process::{Session, SessionProvider};
 use crate::target::Target;
 
 /// Environments by id, with readiness, snapshots and waiting. Dropping it stops every environment's
 /// task; handles held by snapshots keep working until they are dropped.
 #[derive(Debug)]
 pub struct EnvironmentRegistry {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
@@ -98,6 +95,14 @@ impl Inner {
         }
     }
 
+    /// The reconnect deadline of `id` (zero when unknown).
+    pub(super) fn reconnect_deadline(&self, id: &str) -> Duration {
+        self.lock()
+            .map
+            .get(id)
+            .map_or(Duration::ZERO, |e| e.spec.reconnect_deadline)
+    }
+
     pub(crate) fn next_connection(&self) -> u64 {
         self.connections.fetch_add(1, Ordering::Relaxed) + 1
     }
@@ -136,7 +141,7 @@ impl Inner {
     }
 
     /// See [`EnvironmentRegistry::wait_for_environment`].
-    async fn wait_for(
+    pub(super) async fn wait_for(
         self: &Arc<Self>,
         id: &str,
         timeout: Duration,
@@ -360,65 +365,5 @@ impl EnvironmentRegistry {
         timeout: Duration,
     ) -> Result<WaitOutcome, RegistryError> {
         self.inner.wait_for(id, timeout).await
-    }
-
-    /// Follows a process of `id`'s session to its end like [`Session::follow`], across reconnects:
-    /// after transport loss it waits for the environment to be Ready again (up to its reconnect
-    /// deadline) and resumes the event stream from the last seen seq on the new connection. A process
-    /// the executor no longer knows is [`ClientError::ProcessLost`].
-    ///
-    /// # Errors
-    /// As [`crate::process::follow_with`]; [`ClientError::EnvironmentUnavailable`] when the
-    /// environment does not come back.
-    pub async fn follow(
-        &self,
-        id: &str,
-        process_id: &str,
-        after_seq: u64,
-        on_event: impl FnMut(&pb::ProcessEvent) -> std::io::Result<()>,
-    ) -> Result<pb::Exit, ClientError> {
-        let wait = self
-            .inner
-            .lock()
-            .map
-            .get(id)
-            .map_or(Duration::ZERO, |e| e.spec.reconnect_deadline);
-        let provider = CurrentSession {
-            inner: self.inner.clone(),
-            id: id.to_owned(),
-            wait,
-        };
-        crate::process::follow_with(&provider, process_id, after_seq, on_event).await
-    }
-}
-
-/// The environment's session on its current connection, waiting while it reconnects.
-#[derive(Debug)]
-struct CurrentSession {
-    inner: Arc<Inner>,
-    id: String,
-    wait: Duration,
-}
-
-impl SessionProvider for CurrentSession {
-    type Handle<'a>
-        = Arc<Session>
-    where
-        Self: 'a;
-
-    async fn session(&self) -> Result<Arc<Session>, ClientError> {
-        let unavailable = |reason: String| ClientError::EnvironmentUnavailable {
-            id: self.id.clone(),
-            reason,
-        };
-        match self.inner.wait_for(&self.id, self.wait).await {
-            Ok(WaitOutcome::Ready(env)) => Ok(env.session().clone()),
-            Ok(WaitOutcome::Failed(reason)) => Err(unavailable(reason.to_string())),
-            Ok(WaitOutcome::TimedOut) => Err(unavailable(format!(
-                "not ready within {:.1} s",
-                self.wait.as_secs_f64()
-            ))),
-            Err(err) => Err(unavailable(err.to_string())),
-        }
     }
 }
