@@ -46,6 +46,7 @@ pub struct Environment {
     session: Arc<Session>,
     cache: Arc<EnvironmentCache>,
     connection: u64,
+    connected_at: std::time::Instant,
 }
 
 impl Environment {
@@ -66,6 +67,7 @@ impl Environment {
             session: Arc::new(session),
             cache,
             connection,
+            connected_at: std::time::Instant::now(),
         }
     }
 
@@ -97,6 +99,12 @@ impl Environment {
     /// Metadata cached under this environment's id (shared with every handle of the id).
     pub fn cache(&self) -> &Arc<EnvironmentCache> {
         &self.cache
+    }
+
+    /// When this connection was complete (health SERVING, Info read, session attached), just before
+    /// it was published as Ready.
+    pub fn connected_at(&self) -> std::time::Instant {
+        self.connected_at
     }
 
     /// Counts connections of this environment in this registry: 1 for the first, then +1 per reconnect
