@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use outpost_client::registry::{EnvironmentSpec, StartMode};
 use outpost_client::{
-    ConnectOptions, Environment, EnvironmentRegistry, EnvironmentState, Target, WaitOutcome, pb,
+    ClientError, ConnectOptions, Environment, EnvironmentRegistry, EnvironmentState, Target,
+    WaitOutcome, pb,
 };
 use outpost_tests::relay::Relay;
 use outpost_tests::{InProcessExecutor, ServeProcess, Transport};
@@ -238,12 +239,25 @@ async fn killed_executor_fails_after_the_deadline() -> anyhow::Result<()> {
 async fn executor_restarted_within_the_deadline_is_ready_again() -> anyhow::Result<()> {
     let mut server = ServeProcess::unix(&[]).await?;
     let sock = server.target.trim_start_matches("unix:").to_owned();
-    let registry = EnvironmentRegistry::new();
+    let registry = Arc::new(EnvironmentRegistry::new());
     registry.register(
         spec("phoenix", &server.target, &server.options)
             .with_reconnect_deadline(Duration::from_secs(15)),
     );
     let first = ready(&registry, "phoenix").await?;
+    let started = first
+        .session()
+        .start(pb::StartRequest {
+            argv: ["sleep", "30"].map(String::from).to_vec(),
+            cwd: std::env::temp_dir().display().to_string(),
+            ..Default::default()
+        })
+        .await?;
+    let follower = {
+        let (registry, pid) = (registry.clone(), started.process_id.clone());
+        tokio::spawn(async move { registry.follow("phoenix", &pid, 0, |_| Ok(())).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
     server.kill().await?;
     until(
         &registry,
@@ -256,9 +270,36 @@ async fn executor_restarted_within_the_deadline_is_ready_again() -> anyhow::Resu
     let _restarted = ServeProcess::unix_at(std::path::Path::new(&sock), &[]).await?;
     let second = ready(&registry, "phoenix").await?;
     assert_ne!(first.info().executor_id, second.info().executor_id);
-    // Same session id, but the new executor never knew it: its processes died with the old one.
+    // Same session id, but the new executor never knew it: its processes died with the old one,
+    // and the follower is told so instead of waiting forever or seeing a silent end.
     assert_eq!(first.session().id(), second.session().id());
     assert!(!second.session().resumed());
+    let lost = tokio::time::timeout(Duration::from_secs(20), follower).await??;
+    assert!(
+        matches!(lost, Err(ClientError::ProcessLost { .. })),
+        "{lost:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn target_that_does_not_answer_yet_becomes_ready_when_it_comes_up() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let sock = dir.path().join("run").join("outpost.sock");
+    let registry = EnvironmentRegistry::new();
+    registry.register(
+        spec(
+            "soon",
+            &format!("unix:{}", sock.display()),
+            &ConnectOptions::default(),
+        )
+        .with_start_timeout(None),
+    );
+    let early = registry.wait_for_environment("soon", Duration::from_millis(500));
+    assert!(matches!(early.await?, WaitOutcome::TimedOut));
+    let _server = ServeProcess::unix_at(&sock, &[]).await?;
+    let env = ready(&registry, "soon").await?;
+    assert!(!env.info().executor_id.is_empty());
     Ok(())
 }
 
