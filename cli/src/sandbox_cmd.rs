@@ -101,6 +101,13 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
         return match PreparedLaunch::prepare(&policy, &caps, &opts, std::env::vars_os()) {
             Ok(launch) => {
                 print!("{}", launch.report());
+                // Names only: values may be secrets the env policy lets through on purpose.
+                let names: Vec<_> = launch
+                    .env()
+                    .iter()
+                    .map(|(k, _)| k.to_string_lossy())
+                    .collect();
+                println!("environment: {}", names.join(" "));
                 Ok(0)
             }
             Err(e) => {
@@ -122,9 +129,20 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
     let mut cmd = Command::new(program);
     cmd.args(rest);
     launch.apply(&mut cmd);
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start {}", program.to_string_lossy()))?;
+    let status = match cmd.status() {
+        Ok(status) => status,
+        // Like a shell: 127 when the command does not exist.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "outpost sandbox: {}: command not found",
+                program.to_string_lossy()
+            );
+            return Ok(127);
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot start {}", program.to_string_lossy()));
+        }
+    };
     Ok(status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
@@ -168,6 +186,12 @@ fn state_policy(args: &SandboxArgs, json: &str) -> anyhow::Result<ResolvedPolicy
     let profile = &state.permission_profile;
     for kind in &profile.unknown_kinds {
         eprintln!("outpost sandbox: warning: unknown special path kind {kind:?} ignored");
+    }
+    if !state.sandbox_cwd.is_dir() {
+        bail!(
+            "invalid --sandbox-state-json value: sandboxCwd {} is not a directory",
+            state.sandbox_cwd.display()
+        );
     }
     let managed = ManagedRequirements::load_default()?;
     let mut policy = resolve(

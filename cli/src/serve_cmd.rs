@@ -134,6 +134,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let sandbox = sandbox_settings(&cfg)?;
+    let shutdown = shutdown_signal()?;
     let listener = Listener::bind(&target, tls.is_some(), token.is_some()).await?;
     let mut options = ExecutorOptions {
         token,
@@ -149,7 +150,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         options.executor_id = id;
     }
     tracing::info!(target = %listener.client_target(), executor_id = %options.executor_id, "outpost executor listening");
-    outpost_exec_server::serve(listener, options, shutdown_signal())
+    outpost_exec_server::serve(listener, options, shutdown)
         .await
         .context("executor stopped with an error")?;
     Ok(ExitCode::SUCCESS)
@@ -185,18 +186,16 @@ fn sandbox_settings(cfg: &ServerConfig) -> anyhow::Result<SandboxSettings> {
     Ok(settings)
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+/// Installs the SIGTERM/SIGINT handlers now (before the socket accepts anyone, so an early signal
+/// drains instead of killing) and returns a future that resolves on the first of them.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop the executor with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: draining"),
-        _ = int.recv() => tracing::info!("SIGINT: draining"),
-    }
+    let mut term = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: draining"),
+            _ = int.recv() => tracing::info!("SIGINT: draining"),
+        }
+    })
 }

@@ -120,6 +120,18 @@ fn exit_codes_are_forwarded() {
         ws.path(),
     );
     assert_eq!(o.status.code(), Some(137));
+    let o = outpost(
+        &[
+            "sandbox",
+            "-P",
+            ":workspace",
+            "--",
+            "/nonexistent/outpost-cmd",
+        ],
+        ws.path(),
+    );
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
 }
 
 #[test]
@@ -227,6 +239,13 @@ fn explain_prints_policy_and_report() {
         out.contains("landlock:") || out.contains("REFUSED"),
         "{out}"
     );
+    if out.contains("landlock:") {
+        let env = out
+            .lines()
+            .find(|l| l.starts_with("environment: "))
+            .expect("environment line");
+        assert!(env.contains("CODEX_PERMISSION_PROFILE"), "{env}");
+    }
 }
 
 #[test]
@@ -303,4 +322,65 @@ fn unprivileged_launch_protects_git_and_outside() {
     );
     assert!(ws.path().join("in-ws").exists());
     assert!(!Path::new("/var/tmp/outpost-unpriv-escape").exists());
+}
+
+#[test]
+fn named_profile_from_config_end_to_end() {
+    if !sandbox_ok() {
+        return;
+    }
+    let ws = workspace();
+    std::fs::write(ws.path().join(".env"), "TOKEN=1\n").expect("write .env");
+    let cfg = ws.path().join("outpost.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[permissions.build]
+network = "restricted"
+filesystem = [
+  {{ special = "minimal", access = "read" }},
+  {{ special = "project_roots", access = "write" }},
+  {{ path = "{}/.env", access = "deny" }},
+  {{ special = "from_the_future", access = "read" }},
+]
+[permissions.build.env]
+inherit = "core"
+set = {{ BUILD_MODE = "ci" }}
+[permissions.build.rlimits]
+nofile = 128
+"#,
+            ws.path().display()
+        ),
+    )
+    .expect("write config");
+    let script = "echo $CODEX_PERMISSION_PROFILE $BUILD_MODE $(ulimit -n); echo ok > out; \
+        (cat .env) 2>/dev/null || echo env-hidden; (ls /home) 2>/dev/null || echo home-unreadable";
+    let o = Command::new(env!("CARGO_BIN_EXE_outpost"))
+        .args([
+            "sandbox",
+            "--config",
+            cfg.to_str().expect("utf-8"),
+            "-P",
+            "build",
+            "--",
+        ])
+        .args(["/bin/sh", "-c", script])
+        .current_dir(ws.path())
+        .env("OUTPOST_MANAGED_CONFIG", "/nonexistent/req.toml")
+        .env("MY_API_TOKEN", "leak")
+        .output()
+        .expect("run outpost");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "build ci 128\nenv-hidden\nhome-unreadable\n",
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("from_the_future"),
+        "unknown kind is warned about: {}",
+        stderr(&o)
+    );
+    assert!(ws.path().join("out").exists());
 }

@@ -21,6 +21,7 @@ pub(crate) enum Step {
     UidMap,
     MakePrivate,
     ReadOnlySystem,
+    Devices,
     BindWritable,
     Protect,
     DenyDir,
@@ -44,6 +45,7 @@ impl Step {
             Self::ReadOnlySystem => {
                 b"outpost sandbox: child set-up failed: read-only system mounts\n"
             }
+            Self::Devices => b"outpost sandbox: child set-up failed: keep devices under /dev\n",
             Self::BindWritable => b"outpost sandbox: child set-up failed: bind writable root\n",
             Self::Protect => b"outpost sandbox: child set-up failed: protect subpath read-only\n",
             Self::DenyDir => b"outpost sandbox: child set-up failed: hide denied directory\n",
@@ -106,13 +108,11 @@ impl ChildPlan {
         if let Some(mounts) = &self.mounts {
             mounts.apply()?;
         }
-        if self.landlock.is_some() || self.seccomp.is_some() {
-            // SAFETY: PR_SET_NO_NEW_PRIVS takes integers only.
-            check(Step::NoNewPrivs, unsafe {
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            })?;
-            drop_capabilities()?;
-        }
+        // SAFETY: PR_SET_NO_NEW_PRIVS takes integers only.
+        check(Step::NoNewPrivs, unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        })?;
+        drop_capabilities()?;
         if let Some(ruleset) = &self.landlock {
             restrict_raw(ruleset.raw_fd()).or_else(|e| fail(Step::Landlock, e))?;
         }

@@ -10,7 +10,10 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-use crate::resolve::{DEVICE_WRITE, ResolvedPolicy};
+use crate::resolve::{DEVICE_READ, DEVICE_WRITE, ResolvedPolicy};
+
+/// Where device nodes live; only [`DEVICE_WRITE`] and [`DEVICE_READ`] are reachable below it.
+const DEV: &str = "/dev";
 
 /// Lowest Landlock ABI with TCP rules.
 const ABI_NET: u32 = 4;
@@ -97,13 +100,18 @@ pub(crate) fn build(
     let mut created = ruleset.create().map_err(LandlockError::Create)?;
     let read = AccessFs::from_read(abi_enum);
     let all = AccessFs::from_all(abi_enum);
-    let grants = policy
-        .readable
-        .iter()
-        .map(|p| (p.as_path(), read))
-        .chain(policy.writable.iter().map(|p| (p.as_path(), all)))
-        .chain(DEVICE_WRITE.iter().map(|p| (Path::new(p), all)));
-    for (path, access) in grants {
+    let list = BitFlags::from(AccessFs::ReadDir);
+    let mut grants: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    for p in &policy.readable {
+        grant_outside_dev(p, read, list, &mut grants);
+    }
+    for p in &policy.writable {
+        grant_outside_dev(p, all, list, &mut grants);
+    }
+    grants.extend(DEVICE_WRITE.iter().map(|p| (PathBuf::from(p), all)));
+    grants.extend(DEVICE_READ.iter().map(|p| (PathBuf::from(p), read)));
+    for (path, access) in &grants {
+        let (path, access) = (path.as_path(), *access);
         let Ok(fd) = PathFd::new(path) else {
             report.skipped_paths.push(path.to_owned());
             continue;
@@ -122,6 +130,34 @@ pub(crate) fn build(
             })?;
     }
     Ok((created, report))
+}
+
+/// Adds `path` with `access`, except that device nodes are only reachable through the explicit device
+/// rules: a grant on an ancestor of `/dev` (usually `/`) becomes a listing-only rule on each ancestor
+/// plus the full grant on every sibling subtree, and `/dev` itself is listing-only. Otherwise uid 0
+/// could open disks and consoles (it owns those nodes, so permission bits would not stop it).
+fn grant_outside_dev(
+    path: &Path,
+    access: BitFlags<AccessFs>,
+    list: BitFlags<AccessFs>,
+    out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
+) {
+    let dev = Path::new(DEV);
+    if path == dev {
+        out.push((path.to_owned(), list));
+        return;
+    }
+    if !dev.starts_with(path) {
+        out.push((path.to_owned(), access));
+        return;
+    }
+    out.push((path.to_owned(), list));
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        grant_outside_dev(&entry.path(), access, list, out);
+    }
 }
 
 /// A built ruleset reduced to its fd, ready for a forked child.
@@ -166,4 +202,27 @@ pub(crate) fn restrict_thread(
         return Err(LandlockError::NotEnforced);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_on_root_skip_device_nodes() {
+        let read = AccessFs::from_read(ABI::V1);
+        let list = BitFlags::from(AccessFs::ReadDir);
+        let mut out = Vec::new();
+        grant_outside_dev(Path::new("/"), read, list, &mut out);
+        assert!(out.contains(&(PathBuf::from("/"), list)));
+        assert!(out.contains(&(PathBuf::from("/dev"), list)));
+        assert!(out.contains(&(PathBuf::from("/usr"), read)));
+        assert!(
+            out.iter()
+                .all(|(p, a)| !p.starts_with("/dev") || *a == list)
+        );
+        let mut out = Vec::new();
+        grant_outside_dev(Path::new("/usr"), read, list, &mut out);
+        assert_eq!(out, vec![(PathBuf::from("/usr"), read)]);
+    }
 }

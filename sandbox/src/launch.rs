@@ -146,6 +146,15 @@ impl PreparedLaunch {
     /// Installs the launch on `cmd`: replaces its environment, sets the working directory and adds
     /// the child set-up as a `pre_exec` hook (tokio users pass `cmd.as_std_mut()`). A failing set-up
     /// step fails `spawn` with that step's errno (and names the step on the child's stderr).
+    ///
+    /// The child calls `setsid`, so it leads its own session and process group (pgid == pid): signal
+    /// the group with `kill(-pid, ..)`. Do not also call `CommandExt::process_group`; a process-group
+    /// leader cannot `setsid` and the spawn would fail with `EPERM`. For a PTY, add a later `pre_exec`
+    /// hook that makes stdin the controlling terminal (`ioctl(0, TIOCSCTTY, 0)`); `TIOCSTI` stays
+    /// denied by seccomp either way.
+    ///
+    /// The child re-enters its working directory after setting up mounts, so a `current_dir` set
+    /// after `apply` is honoured.
     pub fn apply(&self, cmd: &mut Command) {
         cmd.env_clear();
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
@@ -164,7 +173,7 @@ impl PreparedLaunch {
 /// What this process can do for the mount layer.
 #[derive(Debug, Clone, Copy)]
 struct Host {
-    /// Running as uid 0 (the read-only system remount is needed).
+    /// Running as uid 0 (the mount layer, with its read-only system remount, is required).
     root: bool,
     /// No CAP_SYS_ADMIN: the mount namespace needs a user namespace.
     userns: bool,
@@ -234,9 +243,17 @@ fn build_plan(
     host: &Host,
     report: &mut SandboxReport,
 ) -> Result<ChildPlan, LaunchError> {
-    let mounts = if host.mounts_needed && host.mounts_possible {
-        let plan = MountPlan::new(policy, host.userns, host.root).map_err(LaunchError::Mounts)?;
-        report.record_mounts(policy, plan.uses_userns(), host.root);
+    // Unprivileged launches use the mount layer whenever they can (best effort): the read-only
+    // system mounts stop chmod, xattrs and utimes on the user's own files outside the writable roots,
+    // which Landlock does not cover.
+    let mounts = if host.mounts_possible {
+        let plan = MountPlan::new(policy, host.userns, true).map_err(LaunchError::Mounts)?;
+        report.record_mounts(
+            policy,
+            plan.uses_userns(),
+            plan.read_only_system(),
+            plan.denied(),
+        );
         Some(plan)
     } else {
         None
@@ -256,8 +273,18 @@ fn build_plan(
     } else {
         None
     };
-    report.no_new_privs = landlock.is_some() || seccomp.is_some();
-    report.capabilities_dropped = report.no_new_privs;
+    report.no_new_privs = true;
+    report.capabilities_dropped = true;
+    if !report.degraded.is_empty() {
+        tracing::warn!(degraded = ?report.degraded, "launching with a degraded sandbox (allow_degraded)");
+    }
+    tracing::debug!(
+        profile = ?policy.profile_name,
+        landlock_abi = report.landlock.abi,
+        seccomp = report.seccomp,
+        mount_namespace = report.mount_namespace,
+        "prepared sandboxed launch"
+    );
     // SAFETY: getpid cannot fail.
     let parent_pid = opts.parent_death_signal.then(|| unsafe { libc::getpid() });
     report.parent_death_signal = parent_pid.is_some();

@@ -1,13 +1,14 @@
 //! The mount-namespace layer, run in the child before Landlock: a private mount namespace (inside a new
 //! user namespace when not root) where
-//! 1. the whole tree is made read-only (as root, uid 0 still owns system files even without
-//!    capabilities, and Landlock does not cover chmod, chown, xattrs or utimes),
+//! 1. the whole tree is made read-only (Landlock does not cover chmod, chown, xattrs or utimes, which
+//!    a process may apply to files it owns; as root that is every system file) and `nodev` except for
+//!    `/dev` (where Landlock admits only the allowed device nodes),
 //! 2. each writable root is bind-mounted onto itself and made writable again,
 //! 3. protected subpaths (`.git`, `.codex`, `.agents`) are bind-mounted read-only (renaming them away then
 //!    fails with `EBUSY`),
 //! 4. denied directories get an empty read-only tmpfs with mode 000, denied files a read-only, `nodev`
 //!    bind of `/dev/null` (so opening them fails with `EACCES`),
-//! 5. the working directory is re-entered so it refers to the new mounts.
+//! 5. the working directory (whatever the spawner set) is re-entered so it refers to the new mounts.
 //!
 //! Everything is prepared as C strings before fork (`MountPlan::new`); applying the plan in the child
 //! only makes syscalls.
@@ -21,6 +22,20 @@ use crate::resolve::ResolvedPolicy;
 
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
+
+/// Control sockets of host daemons that would give uid 0 the host (containers, the system bus,
+/// systemd). Hidden in root launches whose network is enabled (restricted ones cannot connect).
+pub const ROOT_HIDDEN_SOCKETS: [&str; 9] = [
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/crio/crio.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+    "/run/systemd/io.systemd.ManagedOOM",
+];
 
 /// `struct mount_attr` from `<linux/mount.h>` (not in the libc crate).
 #[repr(C)]
@@ -63,6 +78,7 @@ pub(crate) struct MountPlan {
     denied_dirs: Vec<CString>,
     denied_files: Vec<CString>,
     cwd: CString,
+    denied: Vec<PathBuf>,
 }
 
 fn cstr(p: &Path) -> Result<CString, MountError> {
@@ -94,20 +110,39 @@ impl MountPlan {
             }
         });
         let existing = |p: &&PathBuf| p.exists();
-        let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = policy
-            .denied
-            .iter()
-            .filter(existing)
-            .partition(|p| p.is_dir());
+        let mut denied: Vec<PathBuf> = policy.denied.iter().filter(existing).cloned().collect();
+        if read_only_system && !policy.network_restricted() {
+            // With the network enabled connect() is allowed, and uid 0 passes these sockets'
+            // permission checks: hide the host daemons' control sockets.
+            for socket in ROOT_HIDDEN_SOCKETS.iter().map(PathBuf::from) {
+                if socket.exists() && !denied.contains(&socket) {
+                    denied.push(socket);
+                }
+            }
+        }
+        let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = denied.iter().partition(|p| p.is_dir());
         Ok(Self {
+            denied: denied.clone(),
             userns,
-            read_only_system,
+            // A writable `/` would be shadowed: the process root stays on the read-only original.
+            read_only_system: read_only_system
+                && !policy.writable.iter().any(|p| p == Path::new("/")),
             writable: cstrs(policy.writable.iter().filter(existing))?,
             protected: cstrs(policy.protected.iter())?,
             denied_dirs: cstrs(dirs.into_iter())?,
             denied_files: cstrs(files.into_iter())?,
             cwd: cstr(&policy.cwd)?,
         })
+    }
+
+    /// Every path the plan hides (policy denies plus, for root, host daemon sockets).
+    pub(crate) fn denied(&self) -> &[PathBuf] {
+        &self.denied
+    }
+
+    /// Whether everything outside the writable roots is remounted read-only.
+    pub(crate) fn read_only_system(&self) -> bool {
+        self.read_only_system
     }
 
     /// Whether the plan uses a user namespace.
@@ -117,6 +152,8 @@ impl MountPlan {
 
     /// Runs the plan in the child. Async-signal-safe: syscalls on prepared data only.
     pub(crate) fn apply(&self) -> std::io::Result<()> {
+        // The directory the spawner chose (`Command::current_dir` runs before pre_exec hooks).
+        let cwd_buf = CwdBuf::current();
         let mut flags = libc::CLONE_NEWNS;
         if self.userns.is_some() {
             flags |= libc::CLONE_NEWUSER;
@@ -137,7 +174,12 @@ impl MountPlan {
             Step::MakePrivate,
         )?;
         if self.read_only_system {
-            set_attr(c"/", true, MOUNT_ATTR_RDONLY, 0, Step::ReadOnlySystem)?;
+            let attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
+            set_attr(c"/", true, attrs, 0, Step::ReadOnlySystem)?;
+            // Devices stay usable under /dev only, where Landlock admits just the allowed nodes.
+            let rec_bind = libc::MS_BIND | libc::MS_REC;
+            mount(Some(c"/dev"), c"/dev", None, rec_bind, Step::Devices)?;
+            set_attr(c"/dev", true, 0, MOUNT_ATTR_NODEV, Step::Devices)?;
             for w in &self.writable {
                 mount(
                     Some(w),
@@ -169,8 +211,32 @@ impl MountPlan {
             let attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV;
             set_attr(f, false, attrs, 0, Step::DenyFile)?;
         }
-        // SAFETY: `cwd` is a valid NUL-terminated path owned by the plan.
-        check(Step::Chdir, unsafe { libc::chdir(self.cwd.as_ptr()) })
+        // The working directory still points into the old mounts: re-enter it by path.
+        let cwd = cwd_buf
+            .as_ref()
+            .map_or(self.cwd.as_c_str(), |b| b.as_c_str());
+        // SAFETY: `cwd` is a valid NUL-terminated path (the plan's, or the stack buffer above).
+        check(Step::Chdir, unsafe { libc::chdir(cwd.as_ptr()) })
+    }
+}
+
+/// The current directory in a stack buffer (no allocation, usable between fork and exec).
+struct CwdBuf {
+    buf: [u8; libc::PATH_MAX as usize],
+}
+
+impl CwdBuf {
+    fn current() -> Option<Self> {
+        let mut me = Self {
+            buf: [0; libc::PATH_MAX as usize],
+        };
+        // SAFETY: getcwd writes at most `len` bytes, NUL-terminated, into our buffer.
+        let ret = unsafe { libc::getcwd(me.buf.as_mut_ptr().cast(), me.buf.len()) };
+        (!ret.is_null()).then_some(me)
+    }
+
+    fn as_c_str(&self) -> &std::ffi::CStr {
+        std::ffi::CStr::from_bytes_until_nul(&self.buf).unwrap_or(c"/")
     }
 }
 

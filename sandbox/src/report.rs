@@ -35,7 +35,7 @@ pub struct SandboxReport {
     pub no_new_privs: bool,
     /// SIGKILL when the spawning thread dies.
     pub parent_death_signal: bool,
-    /// Network restricted to AF_UNIX.
+    /// Network restricted: AF_UNIX sockets only, and no `connect` (socketpair IPC).
     pub network_restricted: bool,
     /// Layers that are missing and were accepted with `allow_degraded`.
     pub degraded: Vec<String>,
@@ -51,17 +51,18 @@ impl SandboxReport {
         }
     }
 
-    pub(crate) fn record_mounts(&mut self, policy: &ResolvedPolicy, userns: bool, ro: bool) {
+    pub(crate) fn record_mounts(
+        &mut self,
+        policy: &ResolvedPolicy,
+        userns: bool,
+        ro: bool,
+        denied: &[PathBuf],
+    ) {
         self.mount_namespace = true;
         self.user_namespace = userns;
         self.read_only_system = ro;
         self.protected_paths = policy.protected.clone();
-        self.denied_paths = policy
-            .denied
-            .iter()
-            .filter(|p| p.exists())
-            .cloned()
-            .collect();
+        self.denied_paths = denied.to_vec();
     }
 }
 
@@ -117,7 +118,7 @@ impl fmt::Display for SandboxReport {
             f,
             "network: {}",
             if self.network_restricted {
-                "restricted (AF_UNIX only)"
+                "restricted (AF_UNIX socketpair IPC only: no inet sockets, no connect)"
             } else {
                 "enabled"
             }

@@ -31,6 +31,10 @@ pub const DEVICE_WRITE: [&str; 6] = [
     "/dev/pts",
 ];
 
+/// Device files every sandboxed process may read: the random sources. With [`DEVICE_WRITE`], the only
+/// device nodes below `/dev` a sandboxed process can open.
+pub const DEVICE_READ: [&str; 2] = ["/dev/random", "/dev/urandom"];
+
 /// The filesystem a profile is resolved against: the executor's (or launcher's) own paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FsContext {

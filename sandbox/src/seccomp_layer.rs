@@ -1,14 +1,16 @@
-//! The seccomp layer: BPF programs built before fork with seccompiler and installed in the child with
-//! one raw `seccomp(2)` call each (allocation-free).
-//!
-//! Two deny-list programs (everything else is allowed; Landlock and the mount layer handle files):
+//! The seccomp layer: one BPF program built before fork with seccompiler and installed in the child
+//! with one raw `seccomp(2)` call (allocation-free). It is a deny-list; everything else is allowed
+//! (Landlock and the mount layer handle files).
 //! - `EPERM`: io_uring, ptrace, process_vm_*, bpf, userfaultfd, perf_event_open, kexec, modules, the
 //!   mount family, setns, keyrings, handle-based opens, `unshare`/`clone` with `CLONE_NEWUSER`,
-//!   `ioctl(TIOCSTI | TIOCLINUX)` (terminal input injection), `prlimit64` on another process, and — when the network is restricted —
-//!   `socket`/`socketpair` for any family but `AF_UNIX` (32-bit compare: the kernel reads an `int`, so
-//!   high bits cannot smuggle another family past the filter).
-//! - `ENOSYS`: `clone3` (its flags live in memory seccomp cannot read, so libc falls back to `clone`,
-//!   whose flags are checked) and every x32 syscall number (`nr >= 0x4000_0000`).
+//!   `ioctl(TIOCSTI | TIOCLINUX)` (terminal input injection), `prlimit64` on another process, and,
+//!   when the network is restricted, `socket`/`socketpair` for any family but `AF_UNIX` (32-bit
+//!   compare: the kernel reads an `int`, so high bits cannot smuggle another family past the filter),
+//!   `connect` and `sendto` with an address (pathname unix sockets of host daemons such as
+//!   `docker.sock` are outside Landlock's reach before ABI 9; socketpair IPC keeps working).
+//! - `ENOSYS`, from a guard spliced in front: `clone3` (its flags live in memory seccomp cannot read,
+//!   so libc falls back to `clone`, whose flags are checked) and every x32 syscall number
+//!   (`nr >= 0x4000_0000`).
 //!
 //! Foreign architectures (i386 via `int 0x80`) kill the process (seccompiler's arch check).
 
@@ -156,50 +158,71 @@ pub(crate) fn build(network_restricted: bool) -> Result<SeccompPrograms, Seccomp
                 vec![rule(vec![cond(0, Dword, SeccompCmpOp::Ne, unix)?])?],
             );
         }
+        // Pathname unix sockets are not covered by Landlock before ABI 9 and stay reachable on
+        // read-only mounts; host daemons listen there (docker.sock, the system bus), and uid 0
+        // passes their permission checks. With the network restricted, AF_UNIX is for socketpair
+        // IPC only: no connect, no datagrams to an address.
+        eperm.insert(libc::SYS_connect, Vec::new());
+        eperm.insert(
+            libc::SYS_sendto,
+            vec![rule(vec![cond(
+                4,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::Ne,
+                0,
+            )?])?],
+        );
     }
-    let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    enosys.insert(libc::SYS_clone3, Vec::new());
-    let mut enosys = compile(enosys, libc::ENOSYS)?;
-    splice_x32_guard(&mut enosys);
+    let mut program = compile(eperm, libc::EPERM)?;
+    splice_enosys_guard(&mut program);
     Ok(SeccompPrograms {
-        programs: vec![compile(eperm, libc::EPERM)?, enosys],
+        programs: vec![program],
     })
 }
 
-/// Inserts `if (nr >= X32_SYSCALL_BIT) return ERRNO(ENOSYS)` right after seccompiler's 3-instruction
-/// architecture check. Relative jumps inside seccompiler's code never cross this point, and the arch
-/// check's "matched" jump lands exactly on the inserted load.
-fn splice_x32_guard(program: &mut BpfProgram) {
-    // BPF_LD | BPF_W | BPF_ABS (0x00 | 0x00 | 0x20).
+fn stmt(code: u16, k: u32) -> sock_filter {
+    sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+/// Inserts, right after seccompiler's 3-instruction architecture check,
+/// `if (nr >= X32_SYSCALL_BIT || nr == clone3) return ERRNO(ENOSYS)`. Relative jumps inside
+/// seccompiler's code never cross this point, the arch check's "matched" jump lands exactly on the
+/// inserted load, and seccompiler's own code reloads the syscall number after it. One program instead
+/// of a second filter keeps the per-syscall cost down.
+fn splice_enosys_guard(program: &mut BpfProgram) {
+    // BPF_LD | BPF_W | BPF_ABS.
     const BPF_LD_W_ABS: u16 = 0x20;
     // BPF_JMP | BPF_JGE | BPF_K.
     const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
+    // BPF_JMP | BPF_JEQ | BPF_K.
+    const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
     // BPF_RET | BPF_K.
     const BPF_RET_K: u16 = 0x06;
     let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS.unsigned_abs();
+    let clone3 = u32::try_from(libc::SYS_clone3).unwrap_or(u32::MAX);
+    let x32_bit = if cfg!(target_arch = "x86_64") {
+        X32_SYSCALL_BIT
+    } else {
+        u32::MAX
+    };
     let guard = [
-        sock_filter {
-            code: BPF_LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        sock_filter {
-            code: BPF_JMP_JGE_K,
-            jt: 0,
-            jf: 1,
-            k: X32_SYSCALL_BIT,
-        },
-        sock_filter {
-            code: BPF_RET_K,
-            jt: 0,
-            jf: 0,
-            k: enosys,
-        },
+        stmt(BPF_LD_W_ABS, 0),
+        // nr >= x32 bit: to the return, else skip it.
+        jump(BPF_JMP_JGE_K, x32_bit, 1, 0),
+        // nr == clone3: to the return, else past it.
+        jump(BPF_JMP_JEQ_K, clone3, 0, 1),
+        stmt(BPF_RET_K, enosys),
     ];
-    if cfg!(target_arch = "x86_64") {
-        program.splice(3..3, guard);
-    }
+    program.splice(3..3, guard);
 }
 
 impl SeccompPrograms {
@@ -239,9 +262,9 @@ mod tests {
     #[test]
     fn programs_build_and_splice() {
         let p = build(true).unwrap();
-        assert_eq!(p.programs.len(), 2);
+        assert_eq!(p.programs.len(), 1);
         if cfg!(target_arch = "x86_64") {
-            assert_eq!(p.programs[1][4].k, X32_SYSCALL_BIT);
+            assert_eq!(p.programs[0][4].k, X32_SYSCALL_BIT);
         }
         assert!(
             p.programs

@@ -62,14 +62,14 @@ pub fn restrict_current_thread(
     if root || policy.needs_mounts() {
         if has_sys_admin() {
             let plan =
-                MountPlan::new(policy, false, root).map_err(ThreadRestrictError::PrepareMounts)?;
+                MountPlan::new(policy, false, true).map_err(ThreadRestrictError::PrepareMounts)?;
             // SAFETY: unshare(CLONE_FS) takes a flags word; it gives this thread a private cwd/root so
             // that the following mount namespace is per-thread.
             if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
                 return Err(ThreadRestrictError::Mounts(std::io::Error::last_os_error()));
             }
             plan.apply().map_err(ThreadRestrictError::Mounts)?;
-            report.record_mounts(policy, false, root);
+            report.record_mounts(policy, false, plan.read_only_system(), plan.denied());
         } else if policy.needs_mounts() && !opts.allow_degraded {
             return Err(ThreadRestrictError::MountsUnavailable);
         } else if policy.needs_mounts() {

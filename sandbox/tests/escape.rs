@@ -224,6 +224,34 @@ escape!(
 
 // Device nodes and identity.
 escape!(
+    open_console_device,
+    RO,
+    |_d| ["open-ro", "/dev/tty1"],
+    [EACCES, libc::ENOENT]
+);
+escape!(
+    open_kernel_log,
+    WS,
+    |_d| ["open-ro", "/dev/kmsg"],
+    [EACCES, libc::ENOENT]
+);
+
+#[test]
+fn open_block_device() {
+    if !sandbox_available("open_block_device") {
+        return;
+    }
+    let candidates = ["/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/loop0"];
+    let Some(dev) = candidates.iter().find(|p| std::path::Path::new(p).exists()) else {
+        eprintln!("!!! open_block_device NOT RUN: no block device node on this host !!!");
+        return;
+    };
+    let dirs = Dirs::new();
+    let (code, stdout) = probe_in(WS, &dirs, &["open-ro", dev]);
+    assert_eq!(code, EACCES, "{dev}: {}", stdout.trim());
+}
+
+escape!(
     mknod_char_device_in_workspace,
     WS,
     |d| ["mknod-char", &d.ws("null2")],
@@ -235,8 +263,19 @@ escape!(
     |d| ["mkfifo", &d.out("fifo")],
     [EROFS, EACCES]
 );
-escape!(setuid_other_user, WS, |_d| ["setuid"], [EPERM]);
-escape!(setgid_other_group, WS, |_d| ["setgid"], [EPERM]);
+// Unprivileged launches run in a user namespace where other ids are unmapped: EINVAL.
+escape!(
+    setuid_other_user,
+    WS,
+    |_d| ["setuid"],
+    [EPERM, libc::EINVAL]
+);
+escape!(
+    setgid_other_group,
+    WS,
+    |_d| ["setgid"],
+    [EPERM, libc::EINVAL]
+);
 
 // Network: every family but AF_UNIX, also with high bits set.
 escape!(socket_inet, WS, |_d| ["socket", "2", "1"], [EPERM]);
@@ -258,6 +297,13 @@ escape!(
     [EPERM]
 );
 escape!(socketpair_inet, WS, |_d| ["socketpair", "2"], [EPERM]);
+
+escape!(
+    tiocsti_with_high_bits,
+    WS,
+    |_d| ["tiocsti-high-bits", "0"],
+    [EPERM]
+);
 
 // Kernel attack surface and namespace escapes.
 escape!(io_uring_setup, WS, |_d| ["io_uring_setup"], [EPERM]);
@@ -349,6 +395,36 @@ fn kill_sibling() {
 }
 
 #[test]
+fn i386_syscall_entry_kills_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    if !sandbox_available("i386_syscall_entry_kills_the_process") || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let dirs = Dirs::new();
+    let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
+    let out = run_policy(&policy, vec![], probe(), &["i386-getpid"]);
+    assert_eq!(out.status.signal(), Some(libc::SIGSYS), "{:?}", out.status);
+}
+
+#[test]
+fn read_sibling_environment_and_fds() {
+    if !sandbox_available("read_sibling_environment_and_fds") {
+        return;
+    }
+    let dirs = Dirs::new();
+    let sibling = Sibling::spawn();
+    for file in ["environ", "mem", "fd/0", "root/etc/hostname", "cwd"] {
+        let path = format!("/proc/{}/{file}", sibling.pid());
+        let (code, stdout) = probe_in(WS, &dirs, &["read", &path]);
+        assert!(
+            [EACCES, EPERM].contains(&code),
+            "{path}: expected a denial, got {code} ({})",
+            stdout.trim()
+        );
+    }
+}
+
+#[test]
 fn pidfd_kill_sibling() {
     sibling_attack("pidfd_kill_sibling", WS, "pidfd-kill", &[], &[EPERM]);
 }
@@ -358,11 +434,9 @@ fn prlimit_on_sibling() {
     sibling_attack("prlimit_on_sibling", WS, "prlimit-other", &[], &[EPERM]);
 }
 
-#[test]
-fn tiocsti_on_a_real_terminal() {
-    if !sandbox_available("tiocsti_on_a_real_terminal") {
-        return;
-    }
+/// Runs the probe's TIOCSTI attempt with a PTY slave as stdin (and, when `controlling`, as the
+/// controlling terminal); returns the exit code and whether anything reached the terminal's input.
+fn tiocsti_on_pty(controlling: bool) -> (Option<i32>, bool) {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let dirs = Dirs::new();
     let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
@@ -373,18 +447,33 @@ fn tiocsti_on_a_real_terminal() {
         std::env::vars_os(),
     )
     .expect("prepare");
-    let mut cmd = std::process::Command::new(probe());
-    cmd.args(["tiocsti", "0"])
+    let mut cmd = std::process::Command::new("/bin/sh");
+    let script = format!(
+        "{} tiocsti 0; code=$?; cut -d' ' -f7 /proc/self/stat >&2; exit $code",
+        probe()
+    );
+    cmd.args(["-c", &script])
         .stdin(std::process::Stdio::from(pty.slave));
     launch.apply(&mut cmd);
+    if controlling {
+        // What the executor does for PTY processes, after the sandbox's own set-up.
+        // SAFETY: TIOCSCTTY on fd 0 with argument 0 takes no pointer; async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     let out = cmd.output().expect("run probe on a pty");
+    let tty_nr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
     assert_eq!(
-        out.status.code(),
-        Some(EPERM),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        tty_nr != "0",
+        controlling,
+        "controlling terminal state: tty_nr {tty_nr}"
     );
-    // Nothing was injected into the terminal's input queue.
     nix::fcntl::fcntl(
         &pty.master,
         nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
@@ -392,10 +481,23 @@ fn tiocsti_on_a_real_terminal() {
     .expect("nonblocking master");
     let mut buf = [0u8; 16];
     let n = nix::unistd::read(&pty.master, &mut buf).unwrap_or(0);
-    assert!(
-        !buf[..n].contains(&b'x'),
-        "injected input reached the terminal"
-    );
+    (out.status.code(), buf[..n].contains(&b'x'))
+}
+
+#[test]
+fn tiocsti_on_a_real_terminal() {
+    if !sandbox_available("tiocsti_on_a_real_terminal") {
+        return;
+    }
+    assert_eq!(tiocsti_on_pty(false), (Some(EPERM), false));
+}
+
+#[test]
+fn tiocsti_on_the_controlling_terminal() {
+    if !sandbox_available("tiocsti_on_the_controlling_terminal") {
+        return;
+    }
+    assert_eq!(tiocsti_on_pty(true), (Some(EPERM), false));
 }
 
 #[test]
@@ -412,6 +514,27 @@ fn abstract_unix_socket_outside() {
     let dirs = Dirs::new();
     let (code, stdout) = probe_in(WS, &dirs, &["abstract-connect", &name]);
     assert_eq!(code, EPERM, "abstract connect: {}", stdout.trim());
+}
+
+#[test]
+fn host_daemon_unix_socket() {
+    if !sandbox_available("host_daemon_unix_socket") {
+        return;
+    }
+    let dirs = Dirs::new();
+    let stream = dirs.out("daemon.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&stream).expect("bind daemon socket");
+    let dgram = dirs.out("notify.sock");
+    let _dgram = std::os::unix::net::UnixDatagram::bind(&dgram).expect("bind datagram socket");
+    let (code, stdout) = probe_in(WS, &dirs, &["unix-connect", &stream]);
+    assert_eq!(
+        code,
+        EPERM,
+        "connect to a host daemon socket: {}",
+        stdout.trim()
+    );
+    let (code, stdout) = probe_in(RO, &dirs, &["unix-sendto", &dgram]);
+    assert_eq!(code, EPERM, "datagram to a host socket: {}", stdout.trim());
 }
 
 #[test]
@@ -529,4 +652,9 @@ fn shell_write_outside_fails_with_message() {
         "{stderr}"
     );
     assert_secret_intact(&dirs);
+}
+
+#[test]
+fn whole_suite_as_unprivileged_user() {
+    rerun_as_nobody("whole_suite_as_unprivileged_user");
 }

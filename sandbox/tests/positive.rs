@@ -89,6 +89,9 @@ fn unix_sockets_and_device_sinks_work() {
         &["socketpair", "1"],
         &["socket", "0x100000001", "1"],
         &["prlimit-self"],
+        &["socketpair-io"],
+        &["openpty"],
+        &["open-ro", "/dev/urandom"],
         &["write", "/dev/null"],
         &["read", "/dev/zero"],
     ] {
@@ -213,6 +216,34 @@ fn network_enabled_profile_allows_inet() {
     // The rest of the deny-list still applies with the network enabled.
     let out = run_policy(&d.policy(&profile), vec![], probe(), &["io_uring_setup"]);
     assert_eq!(out.status.code(), Some(EPERM));
+    // Unix sockets are reachable with the network enabled, except denied ones (how operators hide
+    // daemon sockets; root launches hide the well-known ones by default).
+    let open_sock = d.out("open.sock");
+    let hidden_sock = d.out("hidden.sock");
+    let _l1 = std::os::unix::net::UnixListener::bind(&open_sock).expect("bind open socket");
+    let _l2 = std::os::unix::net::UnixListener::bind(&hidden_sock).expect("bind hidden socket");
+    let mut profile = profile;
+    if let FsPolicy::Restricted(entries) = &mut profile.fs {
+        entries.push(entry(
+            FsPath::Plain(hidden_sock.clone().into()),
+            Access::Deny,
+        ));
+    }
+    let policy = d.policy(&profile);
+    let out = run_policy(&policy, vec![], probe(), &["unix-connect", &open_sock]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run_policy(&policy, vec![], probe(), &["unix-connect", &hidden_sock]);
+    assert_eq!(
+        out.status.code(),
+        Some(libc::ECONNREFUSED),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -234,4 +265,72 @@ fn danger_full_access_is_unsandboxed() {
     let out = run_policy(&policy, vec![], probe(), &["write", &d.out("written")]);
     assert_eq!(out.status.code(), Some(0));
     assert!(d.outside.path().join("written").exists());
+}
+
+#[test]
+fn whole_suite_as_unprivileged_user() {
+    rerun_as_nobody("whole_suite_as_unprivileged_user");
+}
+
+/// The executor spawns through tokio: `apply` works on `tokio::process::Command::as_std_mut()`.
+#[test]
+fn tokio_command_spawn() {
+    if !sandbox_available("tokio_command_spawn") {
+        return;
+    }
+    let d = Dirs::new();
+    let policy = d.policy(&Profile::builtin(":workspace").expect("builtin"));
+    let launch = outpost_sandbox::PreparedLaunch::prepare(
+        &policy,
+        &outpost_sandbox::Capabilities::detect(),
+        &outpost_sandbox::LaunchOptions::default(),
+        std::env::vars_os(),
+    )
+    .expect("prepare");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let out = rt.block_on(async {
+        let mut cmd = tokio::process::Command::new("/bin/sh");
+        cmd.args([
+            "-c",
+            "echo from-tokio > t.txt && cat t.txt && echo x > /etc/nope",
+        ]);
+        launch.apply(cmd.as_std_mut());
+        cmd.output().await.expect("tokio spawn")
+    });
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from-tokio\n");
+    assert_ne!(out.status.code(), Some(0), "writing /etc must fail");
+}
+
+/// A `current_dir` set after `apply` (as the executor does) is where the command runs, and writes
+/// there go to the writable bind, not the read-only original mount.
+#[test]
+fn current_dir_after_apply_is_honoured() {
+    if !sandbox_available("current_dir_after_apply_is_honoured") {
+        return;
+    }
+    let d = Dirs::new();
+    std::fs::create_dir(d.ws.path().join("sub")).expect("mkdir sub");
+    let policy = d.policy(&Profile::builtin(":workspace").expect("builtin"));
+    let launch = outpost_sandbox::PreparedLaunch::prepare(
+        &policy,
+        &outpost_sandbox::Capabilities::detect(),
+        &outpost_sandbox::LaunchOptions::default(),
+        std::env::vars_os(),
+    )
+    .expect("prepare");
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", "pwd; echo here > rel.txt"]);
+    launch.apply(&mut cmd);
+    cmd.current_dir(d.ws.path().join("sub"));
+    let out = cmd.output().expect("spawn");
+    ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\n", d.ws("sub"))
+    );
+    assert!(d.ws.path().join("sub/rel.txt").exists());
 }

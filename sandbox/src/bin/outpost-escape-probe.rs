@@ -21,14 +21,14 @@ fn num(s: &str) -> i64 {
     }
 }
 
-/// Runs the attempt; returns the raw return value (negative means failure, errno set).
+/// File-system attempts (paths as arguments).
 #[allow(clippy::too_many_lines)]
-fn attempt(op: &str, a: &[String]) -> i64 {
+fn files(op: &str, a: &[String]) -> Option<libc::c_long> {
     let arg = |i: usize| a.get(i).map_or("", String::as_str);
-    // SAFETY: each arm makes one syscall with arguments built right here; buffers live
-    // until the call returns. This binary exists to make dangerous calls and report the result.
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
     unsafe {
-        let r: libc::c_long = match op {
+        Some(match op {
             "write" => {
                 let fd = libc::open(c(arg(0)).as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
                 if fd < 0 {
@@ -37,6 +37,19 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                     libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
                 }
             }
+            "openpty" => {
+                let (mut master, mut slave) = (0, 0);
+                let null = std::ptr::null_mut();
+                libc::openpty(
+                    &raw mut master,
+                    &raw mut slave,
+                    null,
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+                .into()
+            }
+            "open-ro" => libc::open(c(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK).into(),
             "truncate" => libc::truncate(c(arg(0)).as_ptr(), 0).into(),
             "read" => {
                 let fd = libc::open(c(arg(0)).as_ptr(), libc::O_RDONLY);
@@ -78,8 +91,31 @@ fn attempt(op: &str, a: &[String]) -> i64 {
             )
             .into(),
             "mkfifo" => libc::mkfifo(c(arg(0)).as_ptr(), 0o644).into(),
-            "setuid" => libc::setresuid(1000, 1000, 1000).into(),
-            "setgid" => libc::setresgid(1000, 1000, 1000).into(),
+            "write-via-symlink" => {
+                if libc::symlink(c(arg(0)).as_ptr(), c(arg(1)).as_ptr()) != 0 {
+                    -1
+                } else {
+                    let fd = libc::open(c(arg(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
+                    if fd < 0 {
+                        -1
+                    } else {
+                        libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
+                    }
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// Socket attempts.
+#[allow(clippy::too_many_lines)]
+fn net(op: &str, a: &[String]) -> Option<libc::c_long> {
+    let arg = |i: usize| a.get(i).map_or("", String::as_str);
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
+    unsafe {
+        Some(match op {
             "socket" => libc::syscall(libc::SYS_socket, num(arg(0)), num(arg(1)), 0),
             "socketpair" => {
                 let mut fds = [0i32; 2];
@@ -112,6 +148,54 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                     .into()
                 }
             }
+            "unix-connect" => {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                for (i, b) in arg(0).as_bytes().iter().enumerate() {
+                    addr.sun_path[i] = *b as libc::c_char;
+                }
+                let len = size_of::<libc::sockaddr_un>() as u32;
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::connect(fd, (&raw const addr).cast(), len).into()
+                }
+            }
+            "unix-sendto" => {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                for (i, b) in arg(0).as_bytes().iter().enumerate() {
+                    addr.sun_path[i] = *b as libc::c_char;
+                }
+                let len = size_of::<libc::sockaddr_un>() as u32;
+                if fd < 0 {
+                    -1
+                } else {
+                    libc::sendto(
+                        fd,
+                        b"x".as_ptr().cast(),
+                        1,
+                        0,
+                        (&raw const addr).cast(),
+                        len,
+                    ) as libc::c_long
+                }
+            }
+            "socketpair-io" => {
+                let mut fds = [0i32; 2];
+                if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) != 0 {
+                    -1
+                } else {
+                    let mut buf = [0u8; 1];
+                    if libc::send(fds[0], b"x".as_ptr().cast(), 1, 0) != 1 {
+                        -1
+                    } else {
+                        libc::recv(fds[1], buf.as_mut_ptr().cast(), 1, 0) as libc::c_long - 1
+                    }
+                }
+            }
             "abstract-connect" => {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
                 let mut addr: libc::sockaddr_un = std::mem::zeroed();
@@ -127,20 +211,21 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                     libc::connect(fd, (&raw const addr).cast(), len).into()
                 }
             }
-            "io_uring_setup" => {
-                let mut params = [0u8; 120];
-                libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr())
-            }
-            "bpf" => {
-                let mut attr = [0u8; 128];
-                libc::syscall(libc::SYS_bpf, 0, attr.as_mut_ptr(), 128)
-            }
-            "userfaultfd" => libc::syscall(libc::SYS_userfaultfd, 0),
-            "perf_event_open" => {
-                let mut attr = [0u8; 128];
-                attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
-                libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0)
-            }
+            _ => return None,
+        })
+    }
+}
+
+/// Attempts against other processes, identity and the environment.
+#[allow(clippy::too_many_lines)]
+fn procs(op: &str, a: &[String]) -> Option<libc::c_long> {
+    let arg = |i: usize| a.get(i).map_or("", String::as_str);
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
+    unsafe {
+        Some(match op {
+            "setuid" => libc::setresuid(1000, 1000, 1000).into(),
+            "setgid" => libc::setresgid(1000, 1000, 1000).into(),
             "ptrace-attach" => libc::ptrace(libc::PTRACE_ATTACH, num(arg(0)) as libc::pid_t, 0, 0),
             "ptrace-traceme" => libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0),
             "process_vm_readv" => {
@@ -189,19 +274,62 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 };
                 libc::syscall(libc::SYS_prlimit64, 0, libc::RLIMIT_NOFILE, 0, &raw mut lim)
             }
-            "write-via-symlink" => {
-                if libc::symlink(c(arg(0)).as_ptr(), c(arg(1)).as_ptr()) != 0 {
-                    -1
+            "kill-parent" => libc::kill(libc::getppid(), libc::SIGCONT).into(),
+            "capget-effective" => {
+                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+                let line = status
+                    .lines()
+                    .find(|l| l.starts_with("CapEff:"))
+                    .unwrap_or("");
+                println!("{line}");
+                if line
+                    .trim_start_matches("CapEff:")
+                    .trim()
+                    .trim_start_matches('0')
+                    .is_empty()
+                {
+                    0
                 } else {
-                    let fd = libc::open(c(arg(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
-                    if fd < 0 {
-                        -1
-                    } else {
-                        libc::write(fd, b"x".as_ptr().cast(), 1) as libc::c_long
-                    }
+                    -1
                 }
             }
-            "kill-parent" => libc::kill(libc::getppid(), libc::SIGCONT).into(),
+            "getenv" => match std::env::var_os(arg(0)) {
+                Some(v) => {
+                    println!("{}", v.to_string_lossy());
+                    0
+                }
+                None => {
+                    println!("<unset>");
+                    0
+                }
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// Kernel attack surface: namespaces, mounts, io_uring, bpf, modules, terminals, syscall ABIs.
+#[allow(clippy::too_many_lines)]
+fn kernel(op: &str, a: &[String]) -> Option<libc::c_long> {
+    let arg = |i: usize| a.get(i).map_or("", String::as_str);
+    // SAFETY: each arm makes one syscall with arguments built right here; buffers live until the
+    // call returns. This binary exists to make dangerous calls and report the result.
+    unsafe {
+        Some(match op {
+            "io_uring_setup" => {
+                let mut params = [0u8; 120];
+                libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr())
+            }
+            "bpf" => {
+                let mut attr = [0u8; 128];
+                libc::syscall(libc::SYS_bpf, 0, attr.as_mut_ptr(), 128)
+            }
+            "userfaultfd" => libc::syscall(libc::SYS_userfaultfd, 0),
+            "perf_event_open" => {
+                let mut attr = [0u8; 128];
+                attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
+                libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0)
+            }
             "clone3" => {
                 let mut args = [0u64; 11];
                 args[4] = libc::SIGCHLD as u64;
@@ -255,6 +383,28 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 let ch = b'x';
                 libc::ioctl(num(arg(0)) as i32, libc::TIOCSTI, &raw const ch).into()
             }
+            "tiocsti-high-bits" => {
+                let ch = b'x';
+                libc::syscall(
+                    libc::SYS_ioctl,
+                    num(arg(0)),
+                    0x1_0000_5412u64,
+                    &raw const ch,
+                )
+            }
+            "i386-getpid" => {
+                // The i386 entry point: seccomp sees AUDIT_ARCH_I386 and kills the process.
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let mut ret: i64 = 20;
+                    std::arch::asm!("int 0x80", inout("rax") ret);
+                    ret
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    -1
+                }
+            }
             "x32-getpid" => libc::syscall(0x4000_0000 | libc::SYS_getpid),
             "keyctl" => libc::syscall(libc::SYS_keyctl, 0, 0, 0, 0, 0),
             "init_module" => libc::syscall(
@@ -274,41 +424,21 @@ fn attempt(op: &str, a: &[String]) -> i64 {
                 )
             }
             "pidfd_getfd" => libc::syscall(libc::SYS_pidfd_getfd, 0, 0, 0),
-            "capget-effective" => {
-                let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-                let line = status
-                    .lines()
-                    .find(|l| l.starts_with("CapEff:"))
-                    .unwrap_or("");
-                println!("{line}");
-                if line
-                    .trim_start_matches("CapEff:")
-                    .trim()
-                    .trim_start_matches('0')
-                    .is_empty()
-                {
-                    0
-                } else {
-                    -1
-                }
-            }
-            "getenv" => match std::env::var_os(arg(0)) {
-                Some(v) => {
-                    println!("{}", v.to_string_lossy());
-                    0
-                }
-                None => {
-                    println!("<unset>");
-                    return 0;
-                }
-            },
-            other => {
-                eprintln!("unknown op {other}");
-                std::process::exit(126);
-            }
-        };
-        r
+            _ => return None,
+        })
     }
+}
+
+/// Runs the attempt; returns the raw return value (negative means failure, errno set).
+fn attempt(op: &str, a: &[String]) -> i64 {
+    let ret = files(op, a)
+        .or_else(|| net(op, a))
+        .or_else(|| procs(op, a))
+        .or_else(|| kernel(op, a));
+    ret.unwrap_or_else(|| {
+        eprintln!("unknown op {op}");
+        std::process::exit(126);
+    })
 }
 
 fn main() {

@@ -171,3 +171,45 @@ pub fn assert_secret_intact(dirs: &Dirs) {
         std::fs::read_to_string(Path::new(&dirs.out("secret.txt"))).expect("secret still readable");
     assert_eq!(s, "secret\n", "outside file was modified");
 }
+
+/// As root, re-runs the current test binary as `nobody` (through setpriv) so the unprivileged path
+/// (user namespace, no capabilities to drop) is covered too; `skip` is this test's own name.
+pub fn rerun_as_nobody(skip: &str) {
+    if std::env::var_os("OUTPOST_TEST_NOBODY_RUN").is_some() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("NOTE: {skip}: already unprivileged; the suite itself covers this path");
+        return;
+    }
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !setpriv.exists() || !Capabilities::detect().user_namespaces {
+        let msg = format!("!!! {skip} NOT RUN: needs /usr/bin/setpriv and user namespaces !!!");
+        if std::env::var_os("OUTPOST_TEST_REQUIRE_SANDBOX").is_some_and(|v| v == "1") {
+            panic!("{msg}");
+        }
+        eprintln!("{msg}");
+        return;
+    }
+    let exe = std::env::current_exe().expect("current test binary");
+    let out = Command::new(setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            "HOME=/tmp",
+        ])
+        .arg("OUTPOST_TEST_NOBODY_RUN=1")
+        .arg(exe)
+        .args(["--skip", skip])
+        .current_dir("/tmp")
+        .output()
+        .expect("run the suite as nobody");
+    assert!(
+        out.status.success(),
+        "suite failed as nobody:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

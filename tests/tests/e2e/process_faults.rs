@@ -223,3 +223,30 @@ async fn slow_reader_with_fast_writer_keeps_executor_memory_bounded() -> anyhow:
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn graceful_shutdown_terminates_every_process() -> anyhow::Result<()> {
+    let server = InProcessExecutor::start(Transport::Unix).await?;
+    let client = server.connect().await?;
+    let session = client.attach(None, None).await?;
+    let started = session.start(cmd("sleep 300 & exec sleep 300")).await?;
+    assert!(
+        wait_until(
+            || group_members(started.pid).len() == 2,
+            Duration::from_secs(5)
+        )
+        .await
+    );
+    drop(session);
+    server.shutdown().await;
+    assert!(
+        wait_until(
+            || group_members(started.pid).is_empty(),
+            Duration::from_secs(5)
+        )
+        .await,
+        "survivors after shutdown: {:?}",
+        group_members(started.pid)
+    );
+    Ok(())
+}

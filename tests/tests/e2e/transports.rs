@@ -151,3 +151,49 @@ async fn missing_workspace_root_keeps_health_not_serving() -> anyhow::Result<()>
     server.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn reflection_lists_the_services_to_authenticated_callers() -> anyhow::Result<()> {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let server = InProcessExecutor::start(Transport::Tcp).await?;
+    let client = server.connect().await?;
+    let token: tonic::metadata::MetadataValue<_> = format!("Bearer {TEST_TOKEN}").parse()?;
+    let mut reflection = ServerReflectionClient::with_interceptor(
+        client.channel(),
+        move |mut req: tonic::Request<()>| {
+            req.metadata_mut().insert("authorization", token.clone());
+            Ok(req)
+        },
+    );
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = reflection
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await?
+        .into_inner();
+    let Some(MessageResponse::ListServicesResponse(list)) =
+        responses.message().await?.and_then(|r| r.message_response)
+    else {
+        anyhow::bail!("no service list");
+    };
+    let names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+    for want in [
+        "outpost.v1.Executor",
+        "outpost.v1.FileSystem",
+        "outpost.v1.Process",
+        "outpost.v1.Session",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
+    }
+    server.shutdown().await;
+    Ok(())
+}
