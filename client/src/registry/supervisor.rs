@@ -69,7 +69,8 @@ impl Supervisor {
             .is_some_and(|inner| inner.update(&self.spec.id, self.generation, state))
     }
 
-    /// Retries [`Supervisor::connect_once`] with backoff until it succeeds or `deadline` passes.
+    /// Retries [`Supervisor::connect_once`] with backoff until it succeeds or `deadline` passes
+    /// (never giving up before it).
     async fn connect_until(
         &self,
         deadline: Option<Instant>,
@@ -77,25 +78,29 @@ impl Supervisor {
     ) -> Result<(Arc<Environment>, HealthStream), String> {
         let mut backoff = Backoff::new();
         let started = Instant::now();
+        let mut last_error = String::from("the executor was not SERVING");
         loop {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(gave_up(started, &last_error));
+            }
             let attempt = self.connect_once(session_id);
             let result = match deadline {
                 Some(deadline) => match tokio::time::timeout_at(deadline, attempt).await {
                     Ok(result) => result,
-                    Err(_) => return Err(gave_up(started, "the executor was not SERVING")),
+                    Err(_) => return Err(gave_up(started, &last_error)),
                 },
                 None => attempt.await,
             };
-            let err = match result {
+            match result {
                 Ok(connected) => return Ok(connected),
                 Err(err) if is_permanent(&err) => return Err(error_chain(&err)),
-                Err(err) => err,
-            };
-            let wait = backoff.next_delay();
-            tracing::debug!(env = %self.spec.id, cause = %error_chain(&err), ?wait, "connection attempt failed");
-            if deadline.is_some_and(|d| Instant::now() + wait >= d) {
-                return Err(gave_up(started, &error_chain(&err)));
+                Err(err) => last_error = error_chain(&err),
             }
+            let mut wait = backoff.next_delay();
+            if let Some(deadline) = deadline {
+                wait = wait.min(deadline.saturating_duration_since(Instant::now()));
+            }
+            tracing::debug!(env = %self.spec.id, cause = %last_error, ?wait, "connection attempt failed");
             tokio::time::sleep(wait).await;
         }
     }

@@ -183,14 +183,13 @@ async fn transport_loss_resumes_the_session_and_output_stays_contiguous() -> any
     };
     tokio::time::sleep(Duration::from_millis(600)).await;
     relay.cut();
-    until(
-        &registry,
-        "remote",
-        Duration::from_secs(5),
-        EnvironmentState::is_starting,
-    )
+    // Starting lasts only until the first reconnect attempt succeeds (often under a millisecond), so
+    // wait for what follows it: Ready on a new connection.
+    let again = until(&registry, "remote", Duration::from_secs(10), |s| {
+        s.ready().is_some_and(|e| e.connection() > env.connection())
+    })
     .await?;
-    let again = ready(&registry, "remote").await?;
+    let again = again.ready().expect("matched Ready").clone();
     assert!(!Arc::ptr_eq(&env, &again), "a new connection, a new handle");
     assert_eq!(again.session().id(), env.session().id());
     assert!(again.session().resumed(), "the executor kept the session");

@@ -1,6 +1,6 @@
 //! `ssh://` targets against a real sshd on loopback (throwaway keys): the registry and the CLI reach
 //! an executor started over ssh, a reconnect spawns ssh again, and a nested sandbox runs over ssh
-//! from a trusted wrapper inside a `:workspace` sandbox.
+//! from a trusted wrapper inside a workspace sandbox (with network, since ssh must connect).
 
 use std::path::Path;
 use std::time::Duration;
@@ -105,40 +105,35 @@ fn write_executable(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Bridges stdin/stdout to a unix socket: the `ProxyCommand` of ssh inside a `:workspace` sandbox,
-/// where only unix sockets may be opened.
-const BRIDGE_PY: &str = r#"
-import os, socket, sys, threading
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-def up():
-    while True:
-        b = os.read(0, 65536)
-        if not b:
-            s.shutdown(socket.SHUT_WR)
-            return
-        s.sendall(b)
-threading.Thread(target=up, daemon=True).start()
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    os.write(1, b)
+/// The profile the trusted wrapper runs under locally: `:workspace`'s filesystem with the network
+/// enabled. It cannot be `:workspace` itself: a restricted network denies every `connect()`, unix
+/// sockets included, so no ssh could leave that sandbox.
+const WRAPPER_PROFILES: &str = r#"
+[permissions.workspace-ssh]
+network = "enabled"
+filesystem = [
+  { special = "root", access = "read" },
+  { special = "project_roots", access = "write" },
+  { special = "tmpdir", access = "write" },
+  { special = "slash_tmp", access = "write" },
+]
 "#;
 
-/// The trusted wrapper: validates the profile it runs under against its own allow-list, then runs
-/// the command remotely under the same profile. Every layer is an argument vector; the one string
-/// ssh sends is built by quoting each element (`printf %q`), so the remote shell rebuilds the vector.
+/// The trusted wrapper: validates the profile it runs under against its own allow-list (which maps
+/// it to the profile for the remote command), then runs the command remotely. Every layer is an
+/// argument vector; the one string ssh sends is built by quoting each element (`printf %q`), so the
+/// remote shell rebuilds exactly that vector.
 fn wrapper_script(remote_bin: &Path, ssh_config: &Path, host: &str) -> String {
     format!(
         r#"#!/bin/bash
 set -euo pipefail
 profile="${{CODEX_PERMISSION_PROFILE-}}"
 case "$profile" in
-  :workspace|:read-only) ;;
+  workspace-ssh|:workspace) remote_profile=:workspace ;;
+  :read-only) remote_profile=:read-only ;;
   *) echo "wrapper: refusing permission profile '$profile'" >&2; exit 97 ;;
 esac
-remote=({remote_bin} sandbox -P "$profile" --include-managed-config -- bash -lc "$1")
+remote=({remote_bin} sandbox -P "$remote_profile" --include-managed-config -- bash -lc "$1")
 printf -v line '%q ' "${{remote[@]}}"
 exec ssh -F {ssh_config} -T -o BatchMode=yes {host} "$line"
 "#,
@@ -147,57 +142,25 @@ exec ssh -F {ssh_config} -T -o BatchMode=yes {host} "$line"
     )
 }
 
-/// Accepts on `sock` and relays each connection to sshd's TCP port.
-fn unix_to_tcp(sock: &Path, port: u16) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let listener = tokio::net::UnixListener::bind(sock)?;
-    Ok(tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                if let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                }
-            });
-        }
-    }))
-}
-
 #[tokio::test]
 async fn nested_sandbox_over_ssh_from_a_trusted_wrapper() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let Some(sshd) = Sshd::start().await? else {
         return Ok(());
     };
-    let python = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()?;
-    anyhow::ensure!(
-        python.status.success(),
-        "python3 is needed for the ssh ProxyCommand bridge"
-    );
-    let python = String::from_utf8(python.stdout)?.trim().to_owned();
     let d = sshd.dir.path();
     // Readable by anyone (the temp dir itself is 0700, which a sandbox's user namespace cannot
     // traverse), so only the managed requirements can keep the remote command out.
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
     let secret = d.join("secret");
     std::fs::write(&secret, "s3cret\n")?;
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644))?;
-    std::fs::write(d.join("bridge.py"), BRIDGE_PY)?;
-    let _bridge = unix_to_tcp(&d.join("sshd.sock"), sshd.port)?;
-    let nested_config = d.join("ssh_config_nested");
-    let mut config = std::fs::read_to_string(&sshd.client_config)?;
-    config.push_str(&format!(
-        "  ProxyCommand {python} {} {}\n",
-        d.join("bridge.py").display(),
-        d.join("sshd.sock").display()
-    ));
-    std::fs::write(&nested_config, config)?;
     let wrapper = d.join("wrapper.sh");
     let bin = outpost_tests::outpost_bin();
-    write_executable(
-        &wrapper,
-        &wrapper_script(&bin, &nested_config, outpost_tests::sshd::SSH_HOST),
-    )?;
+    let host = outpost_tests::sshd::SSH_HOST;
+    write_executable(&wrapper, &wrapper_script(&bin, &sshd.client_config, host))?;
+    let profiles = d.join("profiles.toml");
+    std::fs::write(&profiles, WRAPPER_PROFILES)?;
     let local_managed = d.join("local-requirements.toml");
     std::fs::write(&local_managed, "")?;
 
@@ -207,9 +170,11 @@ async fn nested_sandbox_over_ssh_from_a_trusted_wrapper() -> anyhow::Result<()> 
          touch /usr/outpost-nested-$$ 2>/dev/null && echo wrote-usr || echo usr-denied",
         secret.display()
     );
-    let wrapper_arg = wrapper.display().to_string();
-    let dir_arg = d.display().to_string();
-    let managed_env = local_managed.display().to_string();
+    let (wrapper_arg, dir_arg) = (wrapper.display().to_string(), d.display().to_string());
+    let (profiles_arg, managed_env) = (
+        profiles.display().to_string(),
+        local_managed.display().to_string(),
+    );
     // The outer command forges the profile variable; the sandbox overrides it with the real one.
     let env = [
         ("CODEX_PERMISSION_PROFILE", ":danger-full-access"),
@@ -217,7 +182,9 @@ async fn nested_sandbox_over_ssh_from_a_trusted_wrapper() -> anyhow::Result<()> 
     ];
     let args = [
         "-P",
-        ":workspace",
+        "workspace-ssh",
+        "--config",
+        &profiles_arg,
         "--include-managed-config",
         "-C",
         &dir_arg,
@@ -253,9 +220,10 @@ async fn nested_sandbox_over_ssh_from_a_trusted_wrapper() -> anyhow::Result<()> 
         .await?;
     assert_eq!(forged.status.code(), Some(97));
     assert!(forged.stdout.is_empty());
+    let refusal = String::from_utf8_lossy(&forged.stderr);
     assert!(
-        String::from_utf8_lossy(&forged.stderr)
-            .contains("refusing permission profile ':danger-full-access'")
+        refusal.contains("refusing permission profile ':danger-full-access'"),
+        "{refusal}"
     );
     Ok(())
 }
