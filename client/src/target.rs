@@ -1,7 +1,7 @@
 //! Target strings name where an executor is.
 //!
 //! `ssh://[user@]host[:port][?bin=/path/to/outpost]` runs the executor on another host through `ssh`
-//! (see [`crate::connect`]); user, host and binary path are restricted to characters that need no
+//! (see [`crate::connect`](mod@crate::connect)); user, host and binary path are restricted to characters that need no
 //! quoting, since ssh hands the remote command to the remote user's shell.
 
 use std::path::PathBuf;
