@@ -44,4 +44,6 @@ pub(crate) use registry_impl::Inner;
 pub use state::{EnvironmentState, StepSnapshot, WaitOutcome};
 
 #[cfg(test)]
+mod test_util;
+#[cfg(test)]
 mod tests;

@@ -148,3 +148,40 @@ async fn attaching_a_target_later_starts_a_demanded_environment() {
         .unwrap();
     assert!(matches!(outcome, WaitOutcome::Failed(_)), "{outcome:?}");
 }
+
+#[tokio::test]
+async fn health_not_serving_moves_ready_to_starting_and_back() {
+    let fake = test_util::FakeExecutor::start().await;
+    let registry = EnvironmentRegistry::new();
+    registry.register(spec("h").with_target(fake.target.parse().unwrap()));
+    let WaitOutcome::Ready(env) = registry
+        .wait_for_environment("h", Duration::from_secs(10))
+        .await
+        .unwrap()
+    else {
+        panic!("not ready")
+    };
+    fake.health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+    let draining = readiness(&registry, false).await;
+    assert!(draining.get("h").unwrap().is_starting());
+    fake.health
+        .set_service_status("", tonic_health::ServingStatus::Serving)
+        .await;
+    let back = readiness(&registry, true).await;
+    // The same connection and handle: NOT_SERVING is not a transport loss.
+    assert!(Arc::ptr_eq(back.ready("h").unwrap(), &env));
+}
+
+/// Polls until `h` is (or is not) Ready; returns that snapshot.
+async fn readiness(registry: &EnvironmentRegistry, want_ready: bool) -> StepSnapshot {
+    for _ in 0..1000 {
+        let step = registry.snapshot();
+        if step.ready("h").is_some() == want_ready {
+            return step;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    panic!("health change not observed (want ready: {want_ready})")
+}
