@@ -1,6 +1,13 @@
-//! Connecting to a [`Target`]: the spawned `exec:` child speaking gRPC over its stdin/stdout, unix
-//! sockets, plain HTTP/2 on loopback and TLS (rustls, optional client certificate). Every call carries
-//! the bearer token when one is configured.
+//! Connecting to a [`Target`]: the spawned `exec:` child speaking gRPC over its stdin/stdout, the same
+//! over `ssh` for `ssh://` targets, unix sockets, plain HTTP/2 on loopback and TLS (rustls, optional
+//! client certificate). Every call carries the bearer token when one is configured.
+//!
+//! # The ssh command
+//! An `ssh://[user@]host[:port][?bin=PATH]` target runs
+//! `ssh -T -o BatchMode=yes [-l user] [-p port] -- host PATH serve --listen stdio` (`PATH` defaults to
+//! `outpost`). Like git's `GIT_SSH_COMMAND`, the `ssh` program can be replaced by a command line —
+//! [`ConnectOptions::ssh_command`], else `OUTPOST_SSH_COMMAND` — which is run by `sh -c` with the
+//! arguments above appended, so it may carry its own quoted options (`ssh -F "/path/my config"`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,7 +23,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::error::ClientError;
 use crate::executor::Executor;
-use crate::target::Target;
+use crate::target::{SshTarget, Target};
 
 /// How to authenticate and verify when connecting.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +40,8 @@ pub struct ConnectOptions {
     pub tls_server_name: Option<String>,
     /// Connect timeout; default 10 s.
     pub connect_timeout: Option<Duration>,
+    /// Command line replacing `ssh` for `ssh://` targets; default `OUTPOST_SSH_COMMAND`, else `ssh`.
+    pub ssh_command: Option<String>,
 }
 
 /// Placeholder authority for transports where the URI is not used to dial.
@@ -72,8 +81,26 @@ pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Execut
                 None => locate_outpost_binary()?,
             };
             let connector = tower::service_fn(move |_: http::Uri| {
-                let bin = bin.clone();
-                async move { spawn_stdio_executor(&bin).map(TokioIo::new) }
+                let mut command = tokio::process::Command::new(&bin);
+                command.args(["serve", "--listen", "stdio"]);
+                async move { spawn_stdio_child(command, "exec:").map(TokioIo::new) }
+            });
+            local
+                .connect_with_connector(connector)
+                .await
+                .map_err(connect_err)?
+        }
+        Target::Ssh(ssh) => {
+            let custom = options
+                .ssh_command
+                .clone()
+                .or_else(|| std::env::var("OUTPOST_SSH_COMMAND").ok())
+                .filter(|c| !c.trim().is_empty());
+            let argv = ssh_argv(ssh, custom.as_deref());
+            let connector = tower::service_fn(move |_: http::Uri| {
+                let mut command = tokio::process::Command::new(&argv[0]);
+                command.args(&argv[1..]);
+                async move { spawn_stdio_child(command, "ssh").map(TokioIo::new) }
             });
             local
                 .connect_with_connector(connector)
@@ -152,18 +179,47 @@ fn locate_outpost_binary() -> Result<PathBuf, ClientError> {
 
 type ChildIo = tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>;
 
-/// Spawns `outpost serve --listen stdio`. Its stderr is drained into tracing so it can never fill up
-/// and block the executor; the child is reaped (and killed if the runtime goes away) by a task.
-fn spawn_stdio_executor(bin: &Path) -> std::io::Result<ChildIo> {
-    let mut child = tokio::process::Command::new(bin)
-        .args(["serve", "--listen", "stdio"])
+/// The argument vector that runs `outpost serve --listen stdio` on the ssh target's host: `ssh` with
+/// fixed options, or `sh -c '<custom> "$@"' ssh <same options>` for a custom ssh command line.
+pub fn ssh_argv(target: &SshTarget, custom: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = ["-T", "-o", "BatchMode=yes"].map(String::from).to_vec();
+    if let Some(user) = &target.user {
+        args.extend(["-l".to_owned(), user.clone()]);
+    }
+    if let Some(port) = target.port {
+        args.extend(["-p".to_owned(), port.to_string()]);
+    }
+    // `--` ends ssh's options; the target parser already refuses hosts starting with '-'.
+    args.extend(["--".to_owned(), target.host.clone()]);
+    args.push(target.bin.clone().unwrap_or_else(|| "outpost".to_owned()));
+    args.extend(["serve", "--listen", "stdio"].map(String::from));
+    match custom {
+        None => std::iter::once("ssh".to_owned()).chain(args).collect(),
+        Some(command) => ["sh", "-c", &format!("{command} \"$@\""), "ssh"]
+            .map(String::from)
+            .into_iter()
+            .chain(args)
+            .collect(),
+    }
+}
+
+/// Spawns a child that serves one gRPC connection on its stdin/stdout (`outpost serve --listen stdio`,
+/// directly or through ssh). Its stderr is drained into tracing so it can never fill up and block the
+/// child; the child is reaped (and killed if the runtime goes away) by a task.
+fn spawn_stdio_child(
+    mut command: tokio::process::Command,
+    kind: &'static str,
+) -> std::io::Result<ChildIo> {
+    let program = command.as_std().get_program().to_owned();
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot spawn {}: {e}", bin.display()))
+            let program = Path::new(&program).display();
+            std::io::Error::new(e.kind(), format!("cannot spawn {program}: {e}"))
         })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -174,19 +230,19 @@ fn spawn_stdio_executor(bin: &Path) -> std::io::Result<ChildIo> {
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            // The executor's own errors matter to the user of exec:; everything else (including
-            // warnings the client reports itself, like sandbox refusals) is debug detail.
-            if line.contains(" ERROR ") {
-                tracing::warn!(target: "outpost::executor", pid, "{line}");
+            // The executor's own errors (and ssh's complaints) matter to the user; everything else
+            // (including warnings the client reports itself, like sandbox refusals) is debug detail.
+            if line.contains(" ERROR ") || (kind == "ssh" && !line.contains(" outpost")) {
+                tracing::warn!(target: "outpost::executor", pid, kind, "{line}");
             } else {
-                tracing::debug!(target: "outpost::executor", pid, "{line}");
+                tracing::debug!(target: "outpost::executor", pid, kind, "{line}");
             }
         }
     });
     tokio::spawn(async move {
         match child.wait().await {
-            Ok(status) => tracing::debug!(pid, %status, "exec: executor exited"),
-            Err(err) => tracing::warn!(pid, cause = %err, "cannot reap exec: executor"),
+            Ok(status) => tracing::debug!(pid, kind, %status, "stdio executor exited"),
+            Err(err) => tracing::warn!(pid, kind, cause = %err, "cannot reap stdio executor"),
         }
     });
     Ok(tokio::io::join(stdout, stdin))
@@ -290,5 +346,60 @@ impl tonic::service::Interceptor for BearerAuth {
                 .insert("authorization", value.clone());
         }
         Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ssh(s: &str) -> SshTarget {
+        match s.parse::<Target>() {
+            Ok(Target::Ssh(t)) => t,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ssh_argv_plain_and_custom() {
+        let target = ssh("ssh://dev@h:2200?bin=/opt/outpost");
+        assert_eq!(
+            ssh_argv(&target, None),
+            [
+                "ssh",
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "-l",
+                "dev",
+                "-p",
+                "2200",
+                "--",
+                "h",
+                "/opt/outpost",
+                "serve",
+                "--listen",
+                "stdio"
+            ]
+        );
+        let custom = ssh_argv(&ssh("ssh://h"), Some("ssh -F '/tmp/my config'"));
+        assert_eq!(
+            custom[..4],
+            ["sh", "-c", "ssh -F '/tmp/my config' \"$@\"", "ssh"]
+        );
+        assert_eq!(
+            custom[4..],
+            [
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "--",
+                "h",
+                "outpost",
+                "serve",
+                "--listen",
+                "stdio"
+            ]
+        );
     }
 }

@@ -75,6 +75,25 @@ pub enum ClientError {
     /// A process's event stream closed without an exit event.
     #[error("the process closed without reporting an exit")]
     NoExit,
+    /// After an interrupted event stream the executor no longer knows the process (it restarted or the
+    /// session expired): events after `last_seq` are lost.
+    #[error(
+        "process {process_id} was lost with its executor's session; events after seq {last_seq} are gone"
+    )]
+    ProcessLost {
+        /// The process.
+        process_id: String,
+        /// The last event seen.
+        last_seq: u64,
+    },
+    /// A registry environment did not come back while a call waited for it.
+    #[error("environment {id} is not available: {reason}")]
+    EnvironmentUnavailable {
+        /// The environment id.
+        id: String,
+        /// Failed, timed out, replaced or removed, and why.
+        reason: String,
+    },
     /// The connection broke or never carried the call.
     #[error("transport failure: {}", .0.message())]
     Transport(#[source] tonic::Status),

@@ -10,12 +10,14 @@
 //!
 //! # Layout
 //! - [`agents_md`]: AGENTS.md discovery from the project root down to cwd.
-//! - [`target`]: target strings (`exec:`, `unix:`, `http://`, `https://`).
+//! - [`target`]: target strings (`exec:`, `unix:`, `http://`, `https://`, `ssh://`).
 //! - [`connect`](mod@connect): transports, the spawned `exec:` child, TLS, bearer tokens.
 //! - [`executor`]: [`Executor`], the connected handle with typed calls.
 //! - [`http`]: [`http::ExecutorHttpClient`], HTTP through the executor's network, with rmcp and
 //!   oauth2 adapters.
 //! - [`find_up`]: windowed client-side find-up over `GetMetadata`, same semantics as the RPC.
+//! - [`registry`]: [`EnvironmentRegistry`]: environments by id with readiness, per-step snapshots,
+//!   waiting, deferred attach, reconnect and session resume, `environments.toml`.
 //! - [`process`]: sessions ([`Session`]) and processes: start, events, stdin, signals.
 //! - [`error`]: [`ClientError`], which tells transport failures from server answers.
 
@@ -26,6 +28,7 @@ pub mod executor;
 pub mod find_up;
 pub mod http;
 pub mod process;
+pub mod registry;
 pub mod target;
 
 pub use connect::{ConnectOptions, connect};
@@ -33,4 +36,8 @@ pub use error::ClientError;
 pub use executor::Executor;
 pub use outpost_proto::pb;
 pub use process::Session;
+pub use registry::{
+    Environment, EnvironmentRegistry, EnvironmentState, EnvironmentsConfig, StepSnapshot,
+    WaitOutcome,
+};
 pub use target::Target;

@@ -245,6 +245,28 @@ const ACK_EVERY_BYTES: usize = 256 * 1024;
 /// Times an interrupted event stream is reopened from the last seen seq.
 const RESUME_ATTEMPTS: u32 = 5;
 
+/// Where [`follow_with`] gets the session it (re)opens a process's event stream on. A [`Session`]
+/// provides itself; an [`EnvironmentRegistry`](crate::registry::EnvironmentRegistry) provides the
+/// environment's current session, which after a reconnect is the same session resumed on a new
+/// connection.
+pub trait SessionProvider: Sync {
+    /// A handle to the session to use.
+    type Handle<'a>: std::ops::Deref<Target = Session> + Send + Sync
+    where
+        Self: 'a;
+
+    /// The session to use now; may wait (bounded) while the executor reconnects.
+    fn session(&self) -> impl Future<Output = Result<Self::Handle<'_>, ClientError>> + Send;
+}
+
+impl SessionProvider for Session {
+    type Handle<'a> = &'a Session;
+
+    fn session(&self) -> impl Future<Output = Result<&Session, ClientError>> + Send {
+        std::future::ready(Ok(self))
+    }
+}
+
 impl Session {
     /// Follows a process to its end: every event with seq > `after_seq` is handed to `on_event` exactly
     /// once, in order (a gap event is handed over too, never skipped); an interrupted stream is reopened
@@ -258,65 +280,92 @@ impl Session {
         &self,
         process_id: &str,
         after_seq: u64,
-        mut on_event: impl FnMut(&pb::ProcessEvent) -> std::io::Result<()>,
+        on_event: impl FnMut(&pb::ProcessEvent) -> std::io::Result<()>,
     ) -> Result<pb::Exit, ClientError> {
-        let mut last_seq = after_seq;
-        let mut exit = None;
-        let mut unacked = 0usize;
-        let mut failures = 0u32;
+        follow_with(self, process_id, after_seq, on_event).await
+    }
+}
+
+/// [`Session::follow`] on whatever session `provider` supplies at each (re)open, so the stream resumes
+/// from the last seen seq on a new connection after a reconnect. When the executor no longer knows
+/// the process after an interruption (it restarted, or the session expired), the output after the
+/// last seen seq is lost: that is reported as [`ClientError::ProcessLost`], never papered over.
+///
+/// # Errors
+/// As [`Session::follow`], plus the provider's errors and [`ClientError::ProcessLost`].
+pub async fn follow_with<P: SessionProvider>(
+    provider: &P,
+    process_id: &str,
+    after_seq: u64,
+    mut on_event: impl FnMut(&pb::ProcessEvent) -> std::io::Result<()>,
+) -> Result<pb::Exit, ClientError> {
+    let mut last_seq = after_seq;
+    let mut exit = None;
+    let mut unacked = 0usize;
+    let mut failures = 0u32;
+    loop {
+        let session = provider.session().await?;
+        let mut stream = match session.events(process_id, last_seq, true).await {
+            Ok(stream) => stream,
+            Err(err @ ClientError::Transport(_)) if failures < RESUME_ATTEMPTS => {
+                failures += 1;
+                tracing::warn!(process_id, last_seq, cause = %err, "event stream lost; resuming");
+                tokio::time::sleep(Duration::from_millis(50 << failures)).await;
+                continue;
+            }
+            Err(ClientError::Server(status))
+                if failures > 0 && status.code() == tonic::Code::NotFound =>
+            {
+                return Err(ClientError::ProcessLost {
+                    process_id: process_id.to_owned(),
+                    last_seq,
+                });
+            }
+            Err(err) => return Err(err),
+        };
         loop {
-            let mut stream = match self.events(process_id, last_seq, true).await {
-                Ok(stream) => stream,
-                Err(err @ ClientError::Transport(_)) if failures < RESUME_ATTEMPTS => {
-                    failures += 1;
-                    tracing::warn!(process_id, last_seq, cause = %err, "event stream lost; resuming");
-                    tokio::time::sleep(Duration::from_millis(50 << failures)).await;
-                    continue;
+            let event = match stream.message().await {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(status) => {
+                    let err = ClientError::from(status);
+                    if matches!(err, ClientError::Transport(_)) && failures < RESUME_ATTEMPTS {
+                        failures += 1;
+                        tracing::warn!(process_id, last_seq, cause = %err, "event stream lost; resuming");
+                        break;
+                    }
+                    return Err(err);
                 }
-                Err(err) => return Err(err),
             };
-            loop {
-                let event = match stream.message().await {
-                    Ok(Some(event)) => event,
-                    Ok(None) => break,
-                    Err(status) => {
-                        let err = ClientError::from(status);
-                        if matches!(err, ClientError::Transport(_)) && failures < RESUME_ATTEMPTS {
-                            failures += 1;
-                            tracing::warn!(process_id, last_seq, cause = %err, "event stream lost; resuming");
-                            break;
-                        }
-                        return Err(err);
-                    }
-                };
-                on_event(&event).map_err(ClientError::Sink)?;
-                last_seq = event.seq;
-                match &event.event {
-                    Some(pb::process_event::Event::Output(out)) => unacked += out.data.len(),
-                    Some(pb::process_event::Event::Exit(e)) => exit = Some(e.clone()),
-                    Some(pb::process_event::Event::Closed(_)) => {
-                        let _ = self.ack(process_id, last_seq).await;
-                        return exit.ok_or(ClientError::NoExit);
-                    }
-                    _ => {}
+            on_event(&event).map_err(ClientError::Sink)?;
+            last_seq = event.seq;
+            // Progress: a later interruption gets a fresh set of resume attempts.
+            failures = 0;
+            match &event.event {
+                Some(pb::process_event::Event::Output(out)) => unacked += out.data.len(),
+                Some(pb::process_event::Event::Exit(e)) => exit = Some(e.clone()),
+                Some(pb::process_event::Event::Closed(_)) => {
+                    let _ = session.ack(process_id, last_seq).await;
+                    return exit.ok_or(ClientError::NoExit);
                 }
-                if unacked >= ACK_EVERY_BYTES {
-                    unacked = 0;
-                    // Acks are cumulative and idempotent: send without waiting, so reading never
-                    // stalls for a round trip. A lost ack only delays discarding on the executor.
-                    let (client, request) = (
-                        self.executor.process_client(),
-                        pb::AckRequest {
-                            session_id: self.id.clone(),
-                            process_id: process_id.to_owned(),
-                            seq: last_seq,
-                        },
-                    );
-                    tokio::spawn(async move {
-                        let mut client = client;
-                        let _ = client.ack(request).await;
-                    });
-                }
+                _ => {}
+            }
+            if unacked >= ACK_EVERY_BYTES {
+                unacked = 0;
+                // Acks are cumulative and idempotent: send without waiting, so reading never
+                // stalls for a round trip. A lost ack only delays discarding on the executor.
+                let (client, request) = (
+                    session.executor().process_client(),
+                    pb::AckRequest {
+                        session_id: session.id().to_owned(),
+                        process_id: process_id.to_owned(),
+                        seq: last_seq,
+                    },
+                );
+                tokio::spawn(async move {
+                    let mut client = client;
+                    let _ = client.ack(request).await;
+                });
             }
         }
     }

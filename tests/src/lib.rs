@@ -14,13 +14,17 @@
 //! - [`oauth_server`]: an OAuth authorization server with a protected resource.
 //! - [`upstream`]: an HTTP server for proxy tests (redirects, SSE, big and slow bodies, close
 //!   detection) that records what it received.
+//! - [`sshd`]: a throwaway OpenSSH server on loopback for `ssh://` tests.
+//! - [`relay`]: a TCP relay whose connections can be cut while the executor behind it lives on.
 
 pub mod bench;
 pub mod delay_proxy;
 mod executor;
 pub mod mcp_server;
 pub mod oauth_server;
+pub mod relay;
 mod serve_process;
+pub mod sshd;
 mod tls;
 pub mod upstream;
 

@@ -33,6 +33,14 @@ impl ServeProcess {
         .await
     }
 
+    /// Starts `outpost serve` on the unix socket `sock` (e.g. to restart an executor on the socket of
+    /// one that was killed), with `extra` arguments.
+    pub async fn unix_at(sock: &Path, extra: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let target = format!("unix:{}", sock.display());
+        Self::spawn(dir, &target, target.clone(), None, extra).await
+    }
+
     /// Starts `outpost serve` on 127.0.0.1:`port` with a bearer token.
     pub async fn tcp(port: u16, extra: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
@@ -101,6 +109,28 @@ impl ServeProcess {
     /// The process id.
     pub fn pid(&self) -> Option<u32> {
         self.child.id()
+    }
+
+    /// Sends `signal` to the executor (e.g. SIGTERM to make it drain).
+    ///
+    /// # Errors
+    /// When the process is gone or the signal cannot be sent.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
+        let pid = self
+            .pid()
+            .ok_or_else(|| anyhow::anyhow!("already reaped"))?;
+        let pid = i32::try_from(pid)?;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)?;
+        Ok(())
+    }
+
+    /// Kills the executor (SIGKILL) and waits until it is gone.
+    ///
+    /// # Errors
+    /// When it cannot be killed or reaped.
+    pub async fn kill(&mut self) -> anyhow::Result<()> {
+        self.child.kill().await?;
+        Ok(())
     }
 }
 

@@ -8,10 +8,12 @@
 //! - [`fs`]: GetMetadata round trips and find-up under simulated latency.
 //! - [`http`]: HTTP proxy latency, SSE event latency and download throughput vs direct reqwest.
 //! - [`process`]: exec round trips, output throughput, many concurrent processes, executor RSS.
+//! - [`registry`]: environment readiness, snapshot cost, waiter wake-up, a 64-executor fleet.
 
 pub mod fs;
 pub mod http;
 pub mod process;
+pub mod registry;
 pub mod report;
 pub mod sandbox;
 

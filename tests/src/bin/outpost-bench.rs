@@ -56,6 +56,12 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("process section")?,
     );
+    eprintln!("outpost-bench: registry section ...");
+    rows.extend(
+        bench::registry::run(args.quick)
+            .await
+            .context("registry section")?,
+    );
     eprintln!("outpost-bench: sandbox section ...");
     rows.extend(bench::sandbox::run(args.quick).context("sandbox section")?);
     eprintln!("outpost-bench: http proxy section ...");

@@ -8,6 +8,9 @@ mod fs_profiles;
 mod http;
 mod process;
 mod process_faults;
+mod registry;
+mod registry_fleet;
+mod ssh;
 mod transports;
 
 use std::time::Duration;
