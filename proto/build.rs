@@ -24,6 +24,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         // Process output is cloned per reader from the executor's ring: `Bytes` makes that a refcount.
         .bytes(".outpost.v1.Output.data")
+        // HTTP bodies pass through without copies between reqwest/hyper chunks and gRPC frames.
+        .bytes(".outpost.v1.FetchRequest.body")
+        .bytes(".outpost.v1.FetchResponse.body")
         .compile_fds(descriptors)?;
     Ok(())
 }

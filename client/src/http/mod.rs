@@ -242,7 +242,7 @@ async fn pump_body(body: RequestBody, tx: mpsc::Sender<pb::FetchRequest>) {
         RequestBody::Empty => return,
         RequestBody::Bytes(bytes) => {
             for chunk in bytes.chunks(1024 * 1024) {
-                let data = pb::fetch_request::Frame::Body(chunk.to_vec());
+                let data = pb::fetch_request::Frame::Body(bytes.slice_ref(chunk));
                 if tx.send(frame(data)).await.is_err() {
                     return;
                 }
@@ -256,7 +256,7 @@ async fn pump_body(body: RequestBody, tx: mpsc::Sender<pb::FetchRequest>) {
                     return;
                 };
                 if tx
-                    .send(frame(pb::fetch_request::Frame::Body(chunk.to_vec())))
+                    .send(frame(pb::fetch_request::Frame::Body(chunk)))
                     .await
                     .is_err()
                 {

@@ -114,7 +114,7 @@ impl Stream for ResponseBody {
             Some(Ok(message)) => message.frame,
         };
         match frame {
-            Some(pb::fetch_response::Frame::Body(data)) => Poll::Ready(Some(Ok(Bytes::from(data)))),
+            Some(pb::fetch_response::Frame::Body(data)) => Poll::Ready(Some(Ok(data))),
             Some(pb::fetch_response::Frame::End(end)) => {
                 self.inbound = None;
                 if end.error.is_empty() {

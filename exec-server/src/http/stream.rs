@@ -23,7 +23,7 @@ pub fn request_body(mut inbound: Streaming<pb::FetchRequest>) -> reqwest::Body {
     tokio::spawn(async move {
         while let Some(frame) = inbound.next().await {
             let chunk = match frame.map(|f| f.frame) {
-                Ok(Some(pb::fetch_request::Frame::Body(data))) => Ok(Bytes::from(data)),
+                Ok(Some(pb::fetch_request::Frame::Body(data))) => Ok(data),
                 Ok(Some(pb::fetch_request::Frame::EndBody(_))) => return,
                 Ok(Some(pb::fetch_request::Frame::Head(_)) | None) => {
                     Err(std::io::Error::other(HttpError::Invalid {
@@ -66,27 +66,27 @@ type Outbound = mpsc::Sender<Result<pb::FetchResponse, Status>>;
 const READY_CHUNKS: usize = 32;
 
 /// Concatenates ready chunks up to the first error, which is returned separately.
-fn merge(mut chunks: Vec<reqwest::Result<Bytes>>) -> (Vec<u8>, Option<reqwest::Error>) {
+fn merge(mut chunks: Vec<reqwest::Result<Bytes>>) -> (Bytes, Option<reqwest::Error>) {
     if chunks.len() == 1 {
-        // A lone chunk that owns its buffer becomes the frame without a copy.
+        // A lone chunk becomes the frame as it is: `Bytes` all the way, no copy.
         return match chunks.pop() {
-            Some(Ok(bytes)) => (Vec::from(bytes), None),
-            Some(Err(err)) => (Vec::new(), Some(err)),
-            None => (Vec::new(), None),
+            Some(Ok(bytes)) => (bytes, None),
+            Some(Err(err)) => (Bytes::new(), Some(err)),
+            None => (Bytes::new(), None),
         };
     }
     let size = chunks
         .iter()
         .map(|c| c.as_ref().map_or(0, Bytes::len))
         .sum();
-    let mut data = Vec::with_capacity(size);
+    let mut data = bytes::BytesMut::with_capacity(size);
     for chunk in chunks {
         match chunk {
             Ok(bytes) => data.extend_from_slice(&bytes),
-            Err(err) => return (data, Some(err)),
+            Err(err) => return (data.freeze(), Some(err)),
         }
     }
-    (data, None)
+    (data.freeze(), None)
 }
 
 /// Forwards `response`'s body to `tx` as body frames, then an end frame. Returns when the body is done,
