@@ -30,6 +30,20 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
     let n = if quick { 50 } else { 300 };
     let mut rows = Vec::new();
     let local = local_spawn_median(n).await?;
+    let ssh = crate::sshd::Sshd::start().await?;
+    let master = match &ssh {
+        Some(sshd) => Some(SshMaster::start(sshd).await?),
+        None => {
+            eprintln!(
+                "outpost-bench: WARNING: sshd is not installed (apt-get install openssh-server); ssh comparisons skipped"
+            );
+            None
+        }
+    };
+    let ssh_rtt = match &master {
+        Some(m) => Some(m.true_median(if quick { 20 } else { 100 }).await?),
+        None => None,
+    };
     for profile in [":danger-full-access", ":workspace"] {
         let took = exec_median(&session, profile, n).await?;
         rows.push(
@@ -42,8 +56,36 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
             .baseline("local spawn+wait", ms(local))
             .target("median <= 3 ms", ms(took) <= 3.0),
         );
+        if let Some(ssh_rtt) = ssh_rtt {
+            let speedup = ssh_rtt.as_secs_f64() / took.as_secs_f64();
+            rows.push(
+                Row::new(
+                    SECTION,
+                    format!("exec `true` round trip, {profile}, vs warm ssh"),
+                    ms(took),
+                    "ms",
+                )
+                .baseline("ssh with a warm ControlMaster", ms(ssh_rtt))
+                .target(">= 30x faster than ssh", speedup >= 30.0),
+            );
+        }
     }
-    rows.push(throughput(&session, if quick { 256 } else { 1024 }).await?);
+    let mib = if quick { 256 } else { 1024 };
+    let tput = throughput(&session, mib).await?;
+    if let Some(m) = &master {
+        let ssh_gbps = m.throughput_gbps(mib).await?;
+        rows.push(
+            Row::new(
+                SECTION,
+                format!("output throughput, {mib} MiB, vs ssh"),
+                tput.value,
+                "GB/s",
+            )
+            .baseline("ssh with a warm ControlMaster", ssh_gbps)
+            .target(">= 2x ssh", tput.value >= 2.0 * ssh_gbps),
+        );
+    }
+    rows.push(tput);
     rows.extend(concurrent(&session, &server, if quick { 200 } else { 1000 }).await?);
     rows.push(
         Row::new(
@@ -55,6 +97,98 @@ pub async fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
         .target("<= 20 MB", idle_rss as f64 * 1024.0 <= 20e6),
     );
     Ok(rows)
+}
+
+/// A warm ssh ControlMaster to the throwaway loopback sshd, the baseline for round trips and
+/// throughput.
+struct SshMaster {
+    config: std::path::PathBuf,
+    control: std::path::PathBuf,
+}
+
+impl SshMaster {
+    async fn start(sshd: &crate::sshd::Sshd) -> anyhow::Result<Self> {
+        let master = Self {
+            config: sshd.client_config.clone(),
+            control: sshd.dir.path().join("ctl"),
+        };
+        let status = master
+            .ssh()
+            .args([
+                "-o",
+                "ControlMaster=yes",
+                "-o",
+                "ControlPersist=300",
+                "-N",
+                "-f",
+                crate::sshd::SSH_HOST,
+            ])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "cannot start the ssh ControlMaster");
+        Ok(master)
+    }
+
+    fn ssh(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("ssh");
+        cmd.arg("-F")
+            .arg(&self.config)
+            .arg("-o")
+            .arg(format!("ControlPath={}", self.control.display()));
+        cmd.stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    async fn true_median(&self, n: usize) -> anyhow::Result<Duration> {
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            let status = self
+                .ssh()
+                .args([crate::sshd::SSH_HOST, "true"])
+                .status()
+                .await?;
+            samples.push(t.elapsed());
+            anyhow::ensure!(status.success(), "ssh true failed");
+        }
+        Ok(percentile(&mut samples, 50.0))
+    }
+
+    async fn throughput_gbps(&self, mib: u64) -> anyhow::Result<f64> {
+        let bytes = mib * 1024 * 1024;
+        let t = Instant::now();
+        let mut child = self
+            .ssh()
+            .args([crate::sshd::SSH_HOST, &format!("head -c {bytes} /dev/zero")])
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let mut out = child.stdout.take().expect("piped stdout");
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = out.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        child.wait().await?;
+        anyhow::ensure!(total == bytes, "ssh delivered {total} of {bytes} bytes");
+        Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e9)
+    }
+}
+
+impl Drop for SshMaster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ssh")
+            .arg("-F")
+            .arg(&self.config)
+            .arg("-o")
+            .arg(format!("ControlPath={}", self.control.display()))
+            .args(["-O", "exit", crate::sshd::SSH_HOST])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
 }
 
 /// Resident set size of `pid` in KiB.
