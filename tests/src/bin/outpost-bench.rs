@@ -39,8 +39,26 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The harness streams like `outpost exec` does, so it tunes glibc's allocator the same way (see
+/// `tune_allocator` in the CLI): large chunk buffers stay on the heap instead of a fresh `mmap` each.
+fn tune_allocator() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only adjusts allocator parameters; called before the runtime starts threads.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 * 1024 * 1024);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 32 * 1024 * 1024);
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    tune_allocator();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let args = parse_args()?;
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut rows = Vec::new();
