@@ -6,6 +6,7 @@ use std::time::Duration;
 use outpost_client::pb;
 use outpost_exec_server::ExecutorOptions;
 use outpost_exec_server::process::ProcessConfig;
+use outpost_tests::bench::process::rss_kib;
 use outpost_tests::{InProcessExecutor, ServeProcess, Transport};
 
 const PATTERN: &[u8] = b"0123456789abcdef\n";
@@ -183,17 +184,6 @@ async fn executor_sigkill_leaves_no_sandboxed_child() -> anyhow::Result<()> {
         started.pid
     );
     Ok(())
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 #[tokio::test]
