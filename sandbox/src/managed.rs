@@ -88,7 +88,7 @@ pub enum ManagedRefusal {
         "running unsandboxed is not allowed by managed requirements (rule `allow_unsandboxed` in {source_file}; set `allow_unsandboxed = true` there to permit it)"
     )]
     Unsandboxed {
-        /// The requirements file, or `<none>`.
+        /// The requirements file, and whether it exists.
         source_file: String,
     },
 }
@@ -115,7 +115,13 @@ impl ManagedRequirements {
     pub fn load(path: &Path) -> Result<Self, ManagedError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Remember where we looked, so a refusal can tell the operator which file to create.
+                return Ok(Self {
+                    source: Some(path.to_owned()),
+                    ..Self::default()
+                });
+            }
             Err(source) => {
                 return Err(ManagedError::Read {
                     path: path.to_owned(),
@@ -146,9 +152,16 @@ impl ManagedRequirements {
     }
 
     fn source_name(&self) -> String {
-        self.source
-            .as_ref()
-            .map_or_else(|| "<none>".to_owned(), |p| p.display().to_string())
+        self.source.as_ref().map_or_else(
+            || "the built-in defaults (no requirements file)".to_owned(),
+            |p| {
+                if p.exists() {
+                    p.display().to_string()
+                } else {
+                    format!("{} (absent, so the defaults apply)", p.display())
+                }
+            },
+        )
     }
 
     /// Checks whether a profile may run.
@@ -221,7 +234,20 @@ mod tests {
 
     #[test]
     fn missing_file_means_no_requirements() {
-        let req = ManagedRequirements::load(Path::new("/nonexistent/outpost/req.toml")).unwrap();
-        assert_eq!(req, ManagedRequirements::default());
+        let path = Path::new("/nonexistent/outpost/req.toml");
+        let req = ManagedRequirements::load(path).unwrap();
+        let expected = ManagedRequirements {
+            source: Some(path.to_owned()),
+            ..ManagedRequirements::default()
+        };
+        assert_eq!(req, expected, "defaults, remembering where we looked");
+        let refusal = req
+            .check(Some(":danger-full-access"), true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refusal.contains("/nonexistent/outpost/req.toml (absent"),
+            "{refusal}"
+        );
     }
 }
