@@ -50,11 +50,18 @@ enum Command {
     Forward(forward_cmd::ForwardArgs),
     /// Run a command inside the sandbox (Landlock, seccomp, namespaces) under a permission profile.
     Sandbox(sandbox_cmd::SandboxArgs),
+    /// Internal: the executor's orphan guard (reads process groups on stdin, kills them at EOF).
+    #[command(name = "__orphan-guard", hide = true)]
+    OrphanGuard,
 }
 
 fn main() -> ExitCode {
     tune_allocator();
     let cli = Cli::parse();
+    if let Command::OrphanGuard = cli.command {
+        outpost_exec_server::process::guard::run_orphan_guard();
+        return ExitCode::SUCCESS;
+    }
     if let Command::Sandbox(args) = cli.command {
         // The launcher runs without an async runtime: it prepares the sandbox and runs one command.
         return match sandbox_cmd::run(args) {
@@ -88,7 +95,9 @@ fn main() -> ExitCode {
             Command::Fs(cmd) => fs_cmd::run(cmd).await,
             Command::Http(args) => http_cmd::run(args).await,
             Command::Forward(args) => forward_cmd::run(args).await,
-            Command::Sandbox(_) => unreachable!("handled before the runtime starts"),
+            Command::Sandbox(_) | Command::OrphanGuard => {
+                unreachable!("handled before the runtime starts")
+            }
         }
     });
     // Blocking stdin readers (stdio transport) must not keep the process alive after we are done.

@@ -144,6 +144,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         limits: cfg.limits.resolve(),
         http: cfg.http.resolve(),
         process: cfg.limits.process(),
+        // This binary carries the hidden guard subcommand.
+        orphan_guard: std::env::current_exe().ok(),
         sandbox,
         ..ExecutorOptions::default()
     };

@@ -124,6 +124,15 @@ pub enum ServerError {
     /// A workspace root is not an absolute path.
     #[error("workspace root {0} must be an absolute path")]
     RelativeWorkspaceRoot(PathBuf),
+    /// The orphan guard process could not be started.
+    #[error("cannot start the orphan guard {bin}")]
+    OrphanGuard {
+        /// The binary.
+        bin: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
     /// Accepting a connection failed in a way that is not transient.
     #[error("accept failed")]
     Accept(#[source] io::Error),

@@ -25,6 +25,7 @@ use crate::error::ServerError;
 use crate::fs::{FileSystemService, FsConfig, OpRunner};
 use crate::info::InfoService;
 use crate::listen::Listener;
+use crate::process::guard::OrphanGuard;
 use crate::process::{ProcessConfig, ProcessManager, ProcessService, SandboxSettings};
 
 /// Services whose health is reported besides the overall ("") status.
@@ -61,6 +62,9 @@ pub struct ExecutorOptions {
     pub sandbox: SandboxSettings,
     /// Session and process limits.
     pub process: ProcessConfig,
+    /// Binary to run as the orphan guard (`outpost`, which has the hidden guard subcommand); `None`
+    /// leaves descendants of a SIGKILLed executor to the parent-death signal alone.
+    pub orphan_guard: Option<PathBuf>,
 }
 
 impl Default for ExecutorOptions {
@@ -75,6 +79,7 @@ impl Default for ExecutorOptions {
             http: crate::http::HttpOptions::default(),
             sandbox: SandboxSettings::default(),
             process: ProcessConfig::default(),
+            orphan_guard: None,
         }
     }
 }
@@ -99,7 +104,16 @@ pub async fn serve(
     if sandbox.workspace_roots.is_empty() {
         sandbox.workspace_roots.clone_from(&options.workspace_roots);
     }
-    let processes = ProcessManager::new(sandbox, options.process);
+    let guard = match &options.orphan_guard {
+        Some(bin) => Some(
+            OrphanGuard::spawn(bin).map_err(|source| ServerError::OrphanGuard {
+                bin: bin.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    let processes = ProcessManager::with_guard(sandbox, options.process, guard);
     let routes = build_routes(&options, health_svc, &processes)?;
     let svc = TowerToHyperService::new(AuthLayer::new(options.token.clone()).layer(routes));
     let startup = tokio::spawn(startup_checks(

@@ -82,6 +82,7 @@ impl Session {
 #[derive(Debug)]
 pub struct ProcessManager {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    guard: Option<super::guard::OrphanGuard>,
     sandbox: SandboxSettings,
     config: ProcessConfig,
     shutting_down: AtomicBool,
@@ -90,8 +91,18 @@ pub struct ProcessManager {
 impl ProcessManager {
     /// A manager with no sessions.
     pub fn new(sandbox: SandboxSettings, config: ProcessConfig) -> Arc<Self> {
+        Self::with_guard(sandbox, config, None)
+    }
+
+    /// A manager that reports every spawned process group to `guard`.
+    pub fn with_guard(
+        sandbox: SandboxSettings,
+        config: ProcessConfig,
+        guard: Option<super::guard::OrphanGuard>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             sessions: Mutex::new(HashMap::new()),
+            guard,
             sandbox,
             config,
             shutting_down: AtomicBool::new(false),
@@ -224,7 +235,12 @@ impl ProcessManager {
             Launch::Ready(launch) => {
                 let summary = summary(launch.report());
                 let handle = match super::spawn::spawn(&spec, &launch, cap) {
-                    Ok(handle) => handle,
+                    Ok(handle) => {
+                        if let Some(guard) = &self.guard {
+                            guard.record(handle.pid);
+                        }
+                        handle
+                    }
                     Err(ProcessError::Spawn(err)) if launch.report().sandboxed => {
                         let message = format!("the sandbox set-up failed in the child: {err}");
                         ProcessHandle::denied(

@@ -166,7 +166,7 @@ async fn detach_ttl_expiry_kills_the_whole_process_group() -> anyhow::Result<()>
 }
 
 #[tokio::test]
-async fn executor_sigkill_leaves_no_sandboxed_child() -> anyhow::Result<()> {
+async fn executor_sigkill_leaves_no_sandboxed_process() -> anyhow::Result<()> {
     let server = ServeProcess::unix(&[]).await?;
     let client = server.connect().await?;
     let session = client.attach(None, None).await?;
