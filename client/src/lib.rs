@@ -41,3 +41,19 @@ pub use registry::{
     WaitOutcome,
 };
 pub use target::Target;
+
+/// Tunes glibc's allocator for streaming, for binaries that move bulk data through outpost (the
+/// `outpost` CLI and the bench call it first thing in `main`). Streaming moves data in 256 KiB chunks;
+/// glibc serves allocations that large with a fresh `mmap` each (page faults and zeroing per chunk)
+/// until its dynamic threshold adapts. Fixed thresholds keep those buffers on the heap and reused.
+/// Measured: 1 GiB through `outpost exec -- head -c 1G /dev/zero` went from 1.76 s to 1.05 s.
+///
+/// Call it before other threads exist. A no-op on non-glibc targets.
+pub fn tune_allocator_for_streaming() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only adjusts allocator parameters; the caller runs it before other threads.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 * 1024 * 1024);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 32 * 1024 * 1024);
+    }
+}

@@ -16,6 +16,7 @@ use outpost_proto::pb;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tonic::service::Routes;
 use tonic_health::ServingStatus;
+use tonic_health::pb::health_server::{Health, HealthServer};
 use tonic_health::server::HealthReporter;
 use tower::Layer;
 
@@ -138,7 +139,7 @@ pub async fn serve(
 
 fn build_routes(
     options: &ExecutorOptions,
-    health_svc: impl HealthService,
+    health_svc: HealthServer<impl Health>,
     processes: &Arc<ProcessManager>,
 ) -> Result<Routes, ServerError> {
     let max = options.limits.max_message_bytes;
@@ -179,35 +180,6 @@ fn build_routes(
                 .max_encoding_message_size(max),
         )
         .prepare())
-}
-
-/// The health service type returned by `tonic_health`.
-trait HealthService:
-    tower::Service<
-        http::Request<tonic::body::Body>,
-        Error = std::convert::Infallible,
-        Response = http::Response<tonic::body::Body>,
-        Future: Send + 'static,
-    > + tonic::server::NamedService
-    + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<T> HealthService for T where
-    T: tower::Service<
-            http::Request<tonic::body::Body>,
-            Error = std::convert::Infallible,
-            Response = http::Response<tonic::body::Body>,
-            Future: Send + 'static,
-        > + tonic::server::NamedService
-        + Clone
-        + Send
-        + Sync
-        + 'static
-{
 }
 
 fn http2_builder(limits: &Limits) -> http2::Builder<TokioExecutor> {

@@ -12,6 +12,8 @@ use outpost_proto::path::PathProblem;
 use thiserror::Error;
 use tonic::{Code, Status};
 
+use crate::error::chain;
+
 /// A failed filesystem operation.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -121,18 +123,6 @@ fn io_code(error: &io::Error) -> Code {
         io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData => Code::InvalidArgument,
         _ => Code::Internal,
     }
-}
-
-/// The whole `source()` chain, for the server log.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 impl From<FsError> for Status {

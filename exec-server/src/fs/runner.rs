@@ -63,16 +63,7 @@ impl OpRunner {
             .cloned()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
-        let ctx = FsContext {
-            cwd: cwd.clone(),
-            home: std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
-            tmp: std::env::temp_dir(),
-            workspace_roots: if settings.workspace_roots.is_empty() {
-                vec![cwd]
-            } else {
-                settings.workspace_roots.clone()
-            },
-        };
+        let ctx = settings.fs_context(cwd);
         Self {
             profiles: Some(Arc::new(Profiles {
                 settings,

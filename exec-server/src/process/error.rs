@@ -2,6 +2,8 @@
 
 use tonic::{Code, Status};
 
+use crate::error::chain;
+
 /// Why a session or process request failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -104,16 +106,4 @@ impl From<ProcessError> for Status {
         }
         Status::new(code, chain(&err))
     }
-}
-
-/// The error with its sources, `outer: inner: ...`, for the client-facing message.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

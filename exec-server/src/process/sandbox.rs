@@ -73,6 +73,21 @@ impl SandboxSettings {
             .collect()
     }
 
+    /// The executor's filesystem context for a profile resolved at `cwd`. Without configured
+    /// workspace roots, `cwd` itself is the project (`project_roots`).
+    pub fn fs_context(&self, cwd: PathBuf) -> FsContext {
+        FsContext {
+            home: std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+            tmp: std::env::temp_dir(),
+            workspace_roots: if self.workspace_roots.is_empty() {
+                vec![cwd.clone()]
+            } else {
+                self.workspace_roots.clone()
+            },
+            cwd,
+        }
+    }
+
     /// Resolves and prepares the launch of one request.
     pub(crate) fn prepare(&self, req: &LaunchRequest<'_>) -> Result<Launch, ProcessError> {
         let (profile, policy_cwd) = match req.sandbox {
@@ -88,17 +103,7 @@ impl SandboxSettings {
             }
             _ => (self.named(&self.default_profile)?, req.cwd.to_owned()),
         };
-        let ctx = FsContext {
-            cwd: policy_cwd.clone(),
-            home: std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
-            tmp: std::env::temp_dir(),
-            // Without configured roots, the request's working directory is the project.
-            workspace_roots: if self.workspace_roots.is_empty() {
-                vec![policy_cwd]
-            } else {
-                self.workspace_roots.clone()
-            },
-        };
+        let ctx = self.fs_context(policy_cwd);
         let mut policy = match resolve(&profile, &ctx, Some(&self.managed)) {
             Ok(policy) => policy,
             Err(ResolveError::Refused(refusal)) => return Ok(Launch::Denied(refusal.to_string())),

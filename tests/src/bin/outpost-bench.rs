@@ -39,19 +39,8 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
-/// The harness streams like `outpost exec` does, so it tunes glibc's allocator the same way (see
-/// `tune_allocator` in the CLI): large chunk buffers stay on the heap instead of a fresh `mmap` each.
-fn tune_allocator() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only adjusts allocator parameters; called before the runtime starts threads.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 * 1024 * 1024);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 32 * 1024 * 1024);
-    }
-}
-
 fn main() -> anyhow::Result<()> {
-    tune_allocator();
+    outpost_client::tune_allocator_for_streaming();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
