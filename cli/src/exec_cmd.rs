@@ -146,9 +146,7 @@ fn write_event(event: &pb::ProcessEvent) -> std::io::Result<()> {
                 err.write_all(&out.data)?;
                 err.flush()
             } else {
-                let mut stdout = std::io::stdout().lock();
-                stdout.write_all(&out.data)?;
-                stdout.flush()
+                write_stdout(&out.data)
             }
         }
         Some(pb::process_event::Event::Gap(gap)) => {
@@ -160,6 +158,15 @@ fn write_event(event: &pb::ProcessEvent) -> std::io::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Writes `data` to fd 1 unbuffered. std's stdout is line-buffered, which would scan every chunk
+/// of bulk output for a newline only to pass it through; nothing else in `exec` writes to stdout.
+fn write_stdout(data: &[u8]) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fd 1 is open for the life of the process, and `ManuallyDrop` never closes it.
+    let mut out = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+    out.write_all(data)
 }
 
 fn exit_code(exit: &pb::Exit) -> ExitCode {

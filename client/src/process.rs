@@ -242,6 +242,10 @@ impl Session {
 /// Acknowledge consumed output after this many bytes, so the executor can discard it while the
 /// rest of its ring keeps the producer running.
 const ACK_EVERY_BYTES: usize = 256 * 1024;
+/// Acknowledge whatever is unacknowledged once the stream has been quiet this long: the executor's
+/// ring may be smaller than [`ACK_EVERY_BYTES`] (it is configurable), and its producer then waits
+/// for exactly this ack.
+const ACK_WHEN_IDLE: Duration = Duration::from_millis(5);
 /// Times an interrupted event stream is reopened from the last seen seq.
 const RESUME_ATTEMPTS: u32 = 5;
 
@@ -324,7 +328,21 @@ pub async fn follow_with<P: SessionProvider>(
             Err(err) => return Err(err),
         };
         loop {
-            let event = match stream.message().await {
+            let next = if unacked == 0 {
+                stream.message().await
+            } else {
+                // Output is waiting for an ack: when the stream goes quiet, ack it, so a producer
+                // blocked on a ring smaller than ACK_EVERY_BYTES resumes. (`message` is cancel-safe.)
+                match tokio::time::timeout(ACK_WHEN_IDLE, stream.message()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        send_ack(&session, process_id, last_seq);
+                        unacked = 0;
+                        stream.message().await
+                    }
+                }
+            };
+            let event = match next {
                 Ok(Some(event)) => event,
                 Ok(None) => break,
                 Err(status) => {
@@ -351,22 +369,25 @@ pub async fn follow_with<P: SessionProvider>(
                 _ => {}
             }
             if unacked >= ACK_EVERY_BYTES {
+                send_ack(&session, process_id, last_seq);
                 unacked = 0;
-                // Acks are cumulative and idempotent: send without waiting, so reading never
-                // stalls for a round trip. A lost ack only delays discarding on the executor.
-                let (client, request) = (
-                    session.executor().process_client(),
-                    pb::AckRequest {
-                        session_id: session.id().to_owned(),
-                        process_id: process_id.to_owned(),
-                        seq: last_seq,
-                    },
-                );
-                tokio::spawn(async move {
-                    let mut client = client;
-                    let _ = client.ack(request).await;
-                });
             }
         }
     }
+}
+
+/// Acknowledges output up to `seq` without waiting, so reading never stalls for a round trip. Acks
+/// are cumulative and idempotent: a lost one only delays discarding on the executor.
+fn send_ack(session: &Session, process_id: &str, seq: u64) {
+    let (mut client, request) = (
+        session.executor().process_client(),
+        pb::AckRequest {
+            session_id: session.id().to_owned(),
+            process_id: process_id.to_owned(),
+            seq,
+        },
+    );
+    tokio::spawn(async move {
+        let _ = client.ack(request).await;
+    });
 }

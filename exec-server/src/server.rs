@@ -226,6 +226,7 @@ async fn accept_loop(
                 let uid = stream.peer_cred().map(|c| c.uid());
                 match uid {
                     Ok(uid) if uid == own || options.allowed_peer_uids.contains(&uid) => {
+                        crate::listen::widen_send_buffer(&stream);
                         spawn_connection(stream, svc.clone(), http, graceful.watcher());
                     }
                     other => {

@@ -13,6 +13,17 @@ struct Args {
     quick: bool,
     update_readme: bool,
     json: Option<PathBuf>,
+    /// Sections to run; empty: all.
+    only: Vec<String>,
+}
+
+/// Section names, in run order.
+const SECTIONS: [&str; 5] = ["fs", "process", "registry", "sandbox", "http"];
+
+impl Args {
+    fn wants(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == section)
+    }
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -23,11 +34,23 @@ fn parse_args() -> anyhow::Result<Args> {
             "--quick" => args.quick = true,
             "--update-readme" => args.update_readme = true,
             "--json" => args.json = Some(it.next().context("--json needs a path")?.into()),
+            "--only" => {
+                let list = it.next().context("--only needs a section list")?;
+                for name in list.split(',') {
+                    anyhow::ensure!(
+                        SECTIONS.contains(&name),
+                        "unknown section {name:?} in --only (sections: {})",
+                        SECTIONS.join(", ")
+                    );
+                    args.only.push(name.to_owned());
+                }
+            }
             "--help" | "-h" => {
                 println!(
-                    "outpost-bench [--quick] [--update-readme] [--json PATH]\n\n\
+                    "outpost-bench [--quick] [--only SECTIONS] [--update-readme] [--json PATH]\n\n\
                      Measures outpost side by side with baselines in one run and checks targets.\n  \
                      --quick          fewer iterations (smoke run)\n  \
+                     --only SECTIONS  comma-separated subset of fs,process,registry,sandbox,http\n  \
                      --update-readme  replace the table between the bench markers in README.md\n  \
                      --json PATH      where to write results (default bench-results/bench.json)"
                 );
@@ -36,6 +59,10 @@ fn parse_args() -> anyhow::Result<Args> {
             other => anyhow::bail!("unknown argument {other:?} (see --help)"),
         }
     }
+    anyhow::ensure!(
+        !(args.update_readme && !args.only.is_empty()),
+        "--update-readme needs every section; drop --only"
+    );
     Ok(args)
 }
 
@@ -51,32 +78,42 @@ async fn run() -> anyhow::Result<()> {
     let args = parse_args()?;
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut rows = Vec::new();
-    eprintln!("outpost-bench: filesystem section ...");
-    rows.extend(
-        bench::fs::run(args.quick)
-            .await
-            .context("filesystem section")?,
-    );
-    eprintln!("outpost-bench: process section ...");
-    rows.extend(
-        bench::process::run(args.quick)
-            .await
-            .context("process section")?,
-    );
-    eprintln!("outpost-bench: registry section ...");
-    rows.extend(
-        bench::registry::run(args.quick)
-            .await
-            .context("registry section")?,
-    );
-    eprintln!("outpost-bench: sandbox section ...");
-    rows.extend(bench::sandbox::run(args.quick).context("sandbox section")?);
-    eprintln!("outpost-bench: http proxy section ...");
-    rows.extend(
-        bench::http::run(args.quick)
-            .await
-            .context("http proxy section")?,
-    );
+    if args.wants("fs") {
+        eprintln!("outpost-bench: filesystem section ...");
+        rows.extend(
+            bench::fs::run(args.quick)
+                .await
+                .context("filesystem section")?,
+        );
+    }
+    if args.wants("process") {
+        eprintln!("outpost-bench: process section ...");
+        rows.extend(
+            bench::process::run(args.quick)
+                .await
+                .context("process section")?,
+        );
+    }
+    if args.wants("registry") {
+        eprintln!("outpost-bench: registry section ...");
+        rows.extend(
+            bench::registry::run(args.quick)
+                .await
+                .context("registry section")?,
+        );
+    }
+    if args.wants("sandbox") {
+        eprintln!("outpost-bench: sandbox section ...");
+        rows.extend(bench::sandbox::run(args.quick).context("sandbox section")?);
+    }
+    if args.wants("http") {
+        eprintln!("outpost-bench: http proxy section ...");
+        rows.extend(
+            bench::http::run(args.quick)
+                .await
+                .context("http proxy section")?,
+        );
+    }
     let table = report::markdown(&rows);
     println!("{table}");
     let json_path = args

@@ -85,6 +85,52 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
     Ok(())
 }
 
+/// An operator may configure a ring smaller than the client's ack cadence: the producer then waits
+/// for an ack the reader only sends once the stream goes quiet. Following must still finish.
+#[tokio::test]
+async fn follow_finishes_with_a_ring_smaller_than_the_ack_cadence() -> anyhow::Result<()> {
+    const TOTAL: u64 = 4 * 1024 * 1024;
+    let options = ExecutorOptions {
+        process: ProcessConfig {
+            output_ring_bytes: 16 * 1024,
+            ..ProcessConfig::default()
+        },
+        ..ExecutorOptions::default()
+    };
+    let server = InProcessExecutor::start_with(Transport::Unix, options).await?;
+    let client = server.connect().await?;
+    let session = client.attach(None, None).await?;
+    let pid = session
+        .start(cmd(&format!("yes 0123456789abcdef | head -c {TOTAL}")))
+        .await?
+        .process_id;
+    let mut received = 0u64;
+    let followed = tokio::time::timeout(
+        Duration::from_secs(60),
+        session.follow(&pid, 0, |event| {
+            match &event.event {
+                Some(pb::process_event::Event::Output(out)) => {
+                    assert!(
+                        check_pattern(&out.data, received),
+                        "corrupt data at {received}"
+                    );
+                    received += out.data.len() as u64;
+                }
+                Some(pb::process_event::Event::Gap(gap)) => panic!("lost events: {gap:?}"),
+                _ => {}
+            }
+            Ok(())
+        }),
+    )
+    .await;
+    let exit = followed.map_err(|_| {
+        anyhow::anyhow!("follow stalled after {received} bytes with a 16 KiB ring")
+    })??;
+    assert_eq!(received, TOTAL);
+    assert_eq!(exit.code, Some(0));
+    Ok(())
+}
+
 fn alive(pid: u32) -> bool {
     // A zombie has exited already; only count processes that still run.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
