@@ -1,13 +1,15 @@
 //! `outpost sandbox`: run one command under a permission profile (`-P NAME`) or a Codex sandbox state
 //! (`--sandbox-state-json`), or explain what would be enforced (`--explain`).
 //!
-//! The launcher spawns the command and waits for it rather than exec'ing in place: the sandboxed child
-//! gets its own session (`setsid`, so it cannot inject input into the launcher's terminal) and a
-//! parent-death signal bound to this process, and the launcher forwards its exit status (128+signal
-//! when it was killed). Interrupting the launcher kills the command through the parent-death signal.
+//! The launcher normally becomes the command: it applies the layers to itself (new session, mount
+//! namespace, Landlock, seccomp, no capabilities) and execs, so a launch costs no second process and
+//! the caller sees the command's own exit status. `setsid` fails for a process-group leader (a job of
+//! an interactive shell), so such a launcher instead spawns the command in its own session with a
+//! parent-death signal, waits, and mirrors its status: the exit code, or the same signal raised on
+//! itself. Either way the command runs in its own session and the caller observes the same outcome.
 
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -32,8 +34,10 @@ Layers: mount namespace (read-only binds), Landlock, seccomp, no capabilities, n
 A layer the profile needs but this kernel lacks refuses the launch; --allow-degraded accepts a
 weaker sandbox explicitly. Use --explain to see what this host enforces.
 
-The exit code is the command's (128+N when it was killed by signal N); a refused launch exits 1.
-The command runs in its own session and is killed when the launcher dies.
+The exit status is the command's (a command killed by signal N kills the launcher with N too);
+a refused launch exits 1, a command that does not exist 127. The command runs in its own session:
+the launcher becomes the command (exec), or, when it leads a process group (a job of an
+interactive shell), it stays as the command's parent, which dies with it.
 
 Examples:
   outpost sandbox -P :workspace -- cargo build
@@ -91,9 +95,11 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
     for w in &policy.warnings {
         eprintln!("outpost sandbox: warning: {w}");
     }
+    let in_place = can_exec_in_place(&policy);
     let opts = LaunchOptions {
         allow_degraded: args.allow_degraded,
-        ..LaunchOptions::default()
+        // In place there is no launcher left to die: the command is the process the caller started.
+        parent_death_signal: !in_place,
     };
     let caps = Capabilities::detect();
     if args.explain {
@@ -129,7 +135,13 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
     let mut cmd = Command::new(program);
     cmd.args(rest);
     launch.apply(&mut cmd);
-    let status = match cmd.status() {
+    let result = if in_place {
+        // Returns only when the set-up or the exec failed.
+        Err(cmd.exec())
+    } else {
+        cmd.status()
+    };
+    let status = match result {
         Ok(status) => status,
         // Like a shell: 127 when the command does not exist.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -143,10 +155,34 @@ pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
             return Err(e).with_context(|| format!("cannot start {}", program.to_string_lossy()));
         }
     };
-    Ok(status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1))
+    if let Some(signal) = status.signal() {
+        die_by(signal);
+    }
+    Ok(status.code().unwrap_or(1))
+}
+
+/// Whether the launcher can become the command: always when unsandboxed; when sandboxed only if
+/// `setsid` can succeed here, that is when this process does not lead a process group.
+fn can_exec_in_place(policy: &ResolvedPolicy) -> bool {
+    !policy.sandboxed || nix::unistd::getpgrp() != nix::unistd::getpid()
+}
+
+/// Terminates the launcher with `signal`, as its command was, so the caller observes the same
+/// status in both launch modes. Falls back to exiting 128+`signal` if the signal does not kill.
+fn die_by(signal: i32) -> ! {
+    use nix::sys::resource::{Resource, setrlimit};
+    use nix::sys::signal::{SigHandler, SigSet, Signal, raise, signal as set_handler};
+    if let Ok(sig) = Signal::try_from(signal) {
+        // The command's own core dump (if any) is the one that matters, not the launcher's.
+        let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
+        // SAFETY: restoring the default disposition installs no handler code.
+        let _ = unsafe { set_handler(sig, SigHandler::SigDfl) };
+        let mut set = SigSet::empty();
+        set.add(sig);
+        let _ = set.thread_unblock();
+        let _ = raise(sig);
+    }
+    std::process::exit(128 + signal)
 }
 
 fn profile_policy(args: &SandboxArgs) -> anyhow::Result<ResolvedPolicy> {

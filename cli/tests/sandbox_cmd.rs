@@ -1,19 +1,21 @@
 //! `outpost sandbox` end to end: argument errors, exit-code forwarding, sandbox-state JSON, managed
 //! requirements, `--explain`. Runs the real binary.
 
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Output};
 
 fn outpost(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outpost"))
-        .args(args)
-        .current_dir(cwd)
-        .env(
-            "OUTPOST_MANAGED_CONFIG",
-            "/nonexistent/outpost-requirements.toml",
-        )
-        .output()
-        .expect("run outpost")
+    outpost_command(args, cwd).output().expect("run outpost")
+}
+
+fn outpost_command(args: &[&str], cwd: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_outpost"));
+    c.args(args).current_dir(cwd).env(
+        "OUTPOST_MANAGED_CONFIG",
+        "/nonexistent/outpost-requirements.toml",
+    );
+    c
 }
 
 fn stderr(o: &Output) -> String {
@@ -119,7 +121,7 @@ fn exit_codes_are_forwarded() {
         ],
         ws.path(),
     );
-    assert_eq!(o.status.code(), Some(137));
+    assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{:?}", o.status);
     let o = outpost(
         &[
             "sandbox",
@@ -132,6 +134,84 @@ fn exit_codes_are_forwarded() {
     );
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
     assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
+}
+
+/// A launcher that does not lead a process group becomes the command (same pid); one that does (a
+/// job of an interactive shell, where `setsid` is refused) stays as its parent. Both give the command
+/// its own session, the same sandbox and the same exit status.
+#[test]
+fn both_launch_modes_enforce_the_same_sandbox_and_status() {
+    if !sandbox_ok() {
+        return;
+    }
+    let script = "echo $$ $(cut -d' ' -f6 /proc/$$/stat) $CODEX_PERMISSION_PROFILE; \
+                  (echo x > /etc/outpost-escape) 2>/dev/null || echo denied; exit 7";
+    for group_leader in [false, true] {
+        let ws = workspace();
+        let mut c = outpost_command(
+            &["sandbox", "-P", ":workspace", "--", "sh", "-c", script],
+            ws.path(),
+        );
+        if group_leader {
+            c.process_group(0);
+        }
+        let child = c
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn outpost");
+        let launcher = child.id();
+        let o = child.wait_with_output().expect("wait");
+        let out = String::from_utf8_lossy(&o.stdout);
+        let fields: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(
+            fields.len(),
+            4,
+            "group leader {group_leader}: {out:?} {}",
+            stderr(&o)
+        );
+        let (pid, sid) = (
+            fields[0].parse::<u32>().unwrap(),
+            fields[1].parse::<u32>().unwrap(),
+        );
+        assert_eq!(
+            sid, pid,
+            "the command leads its own session ({group_leader})"
+        );
+        assert_eq!(
+            pid == launcher,
+            !group_leader,
+            "exec in place unless group leader"
+        );
+        assert_eq!(
+            &fields[2..],
+            [":workspace", "denied"],
+            "group leader {group_leader}"
+        );
+        assert_eq!(o.status.code(), Some(7), "group leader {group_leader}");
+        let mut c = outpost_command(
+            &[
+                "sandbox",
+                "-P",
+                ":workspace",
+                "--",
+                "sh",
+                "-c",
+                "kill -TERM $$",
+            ],
+            ws.path(),
+        );
+        if group_leader {
+            c.process_group(0);
+        }
+        let o = c.output().expect("run outpost");
+        assert_eq!(
+            o.status.signal(),
+            Some(libc::SIGTERM),
+            "group leader {group_leader}: {:?}",
+            o.status
+        );
+    }
 }
 
 #[test]
