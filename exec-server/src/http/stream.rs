@@ -62,40 +62,14 @@ pub struct BodyLimits {
 
 type Outbound = mpsc::Sender<Result<pb::FetchResponse, Status>>;
 
-/// Most already-buffered upstream chunks merged into one body frame.
-const READY_CHUNKS: usize = 32;
-
-/// Concatenates ready chunks up to the first error, which is returned separately.
-fn merge(mut chunks: Vec<reqwest::Result<Bytes>>) -> (Bytes, Option<reqwest::Error>) {
-    if chunks.len() == 1 {
-        // A lone chunk becomes the frame as it is: `Bytes` all the way, no copy.
-        return match chunks.pop() {
-            Some(Ok(bytes)) => (bytes, None),
-            Some(Err(err)) => (Bytes::new(), Some(err)),
-            None => (Bytes::new(), None),
-        };
-    }
-    let size = chunks
-        .iter()
-        .map(|c| c.as_ref().map_or(0, Bytes::len))
-        .sum();
-    let mut data = bytes::BytesMut::with_capacity(size);
-    for chunk in chunks {
-        match chunk {
-            Ok(bytes) => data.extend_from_slice(&bytes),
-            Err(err) => return (data.freeze(), Some(err)),
-        }
-    }
-    (data.freeze(), None)
-}
-
 /// Forwards `response`'s body to `tx` as body frames, then an end frame. Returns when the body is done,
 /// a limit is hit, or the client has gone (the response is then dropped, which aborts the upstream
 /// transfer).
 pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits: BodyLimits) {
-    // Chunks that are already buffered go out as one message (never waiting for more), which keeps
-    // per-message costs off bulk downloads while an SSE event still leaves as soon as it arrives.
-    let mut body = response.bytes_stream().ready_chunks(READY_CHUNKS);
+    // Each upstream chunk goes out as it is, one message per chunk: `Bytes` all the way, no copy
+    // (merging ready chunks cost a copy and measured slower), and an SSE event leaves as soon as it
+    // arrives.
+    let mut body = response.bytes_stream();
     let mut sent = 0u64;
     let result = loop {
         let next = tokio::select! {
@@ -108,7 +82,7 @@ pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits:
             }
             next = tokio::time::timeout(limits.idle, body.next()) => next,
         };
-        let chunks = match next {
+        let data = match next {
             Err(_) => {
                 break Err(HttpError::Timeout {
                     which: "idle",
@@ -116,9 +90,9 @@ pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits:
                 });
             }
             Ok(None) => break Ok(()),
-            Ok(Some(chunks)) => chunks,
+            Ok(Some(Err(err))) => break Err(HttpError::Upstream(err)),
+            Ok(Some(Ok(data))) => data,
         };
-        let (data, failure) = merge(chunks);
         sent += data.len() as u64;
         if sent > limits.max_bytes {
             break Err(HttpError::ResponseTooLarge {
@@ -134,9 +108,6 @@ pub async fn forward_response(response: reqwest::Response, tx: Outbound, limits:
             {
                 return;
             }
-        }
-        if let Some(err) = failure {
-            break Err(HttpError::Upstream(err));
         }
     };
     let end = match &result {
