@@ -60,7 +60,7 @@ fn parse_args() -> anyhow::Result<Args> {
         }
     }
     anyhow::ensure!(
-        !(args.update_readme && !args.only.is_empty()),
+        !args.update_readme || args.only.is_empty(),
         "--update-readme needs every section; drop --only"
     );
     Ok(args)
