@@ -180,6 +180,19 @@ fn ensure_private_dir(dir: &Path) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// Send buffer asked for on accepted unix streams (the kernel caps it at `net.core.wmem_max`).
+const UNIX_SEND_BUFFER: usize = 4 * 1024 * 1024;
+
+/// Widens a unix stream's send buffer: a unix stream's in-flight bytes are charged to the sender
+/// alone, and the default (~208 KiB) wakes both sides for every few frames of a bulk transfer.
+/// Best effort: a refusal only costs throughput.
+pub fn widen_send_buffer(stream: &tokio::net::UnixStream) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    if let Err(err) = setsockopt(stream, sockopt::SndBuf, &UNIX_SEND_BUFFER) {
+        tracing::debug!(cause = %err, "could not widen the unix send buffer");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,18 +236,5 @@ mod tests {
             matches!(err, ServerError::SocketDirectoryNotPrivate { .. }),
             "{err}"
         );
-    }
-}
-
-/// Send buffer asked for on accepted unix streams (the kernel caps it at `net.core.wmem_max`).
-const UNIX_SEND_BUFFER: usize = 4 * 1024 * 1024;
-
-/// Widens a unix stream's send buffer: a unix stream's in-flight bytes are charged to the sender
-/// alone, and the default (~208 KiB) wakes both sides for every few frames of a bulk transfer.
-/// Best effort: a refusal only costs throughput.
-pub fn widen_send_buffer(stream: &tokio::net::UnixStream) {
-    use nix::sys::socket::{setsockopt, sockopt};
-    if let Err(err) = setsockopt(stream, sockopt::SndBuf, &UNIX_SEND_BUFFER) {
-        tracing::debug!(cause = %err, "could not widen the unix send buffer");
     }
 }
