@@ -142,9 +142,8 @@ const CAP_VERSION_3: u32 = 0x2008_0522;
 const CAP_SETPCAP: u32 = 8;
 const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
 
-/// Drops every capability of the calling thread: bounding set (when we may), ambient, effective,
-/// permitted and inheritable; and locks securebits so uid 0 regains nothing on exec.
-pub(crate) fn drop_capabilities() -> io::Result<()> {
+/// The calling thread's effective capability set (all 64 bits), from `capget`.
+pub(crate) fn effective_capabilities() -> io::Result<u64> {
     let mut header = CapHeader {
         version: CAP_VERSION_3,
         pid: 0,
@@ -156,8 +155,20 @@ pub(crate) fn drop_capabilities() -> io::Result<()> {
     }; 2];
     // SAFETY: header and a two-element data array are the v3 capget layout; both live on our stack.
     let ret = unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) };
-    check(Step::Capabilities, if ret == 0 { 0 } else { -1 })?;
-    if data[0].effective & (1 << CAP_SETPCAP) != 0 {
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u64::from(data[0].effective) | (u64::from(data[1].effective) << 32))
+}
+
+/// Drops every capability of the calling thread: bounding set (when we may), ambient, effective,
+/// permitted and inheritable; and locks securebits so uid 0 regains nothing on exec.
+pub(crate) fn drop_capabilities() -> io::Result<()> {
+    let effective = match effective_capabilities() {
+        Ok(set) => set,
+        Err(err) => return fail(Step::Capabilities, err),
+    };
+    if effective & (1 << CAP_SETPCAP) != 0 {
         for cap in 0..64 {
             // SAFETY: PR_CAPBSET_DROP takes a capability number; EINVAL marks the end of the list.
             if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
@@ -179,12 +190,16 @@ pub(crate) fn drop_capabilities() -> io::Result<()> {
     // SAFETY: PR_CAP_AMBIENT with CLEAR_ALL takes integers only. Kernels before 4.3 lack ambient
     // capabilities (EINVAL), which leaves nothing to clear.
     unsafe { libc::prctl(libc::PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
     let empty = [CapData {
         effective: 0,
         permitted: 0,
         inheritable: 0,
     }; 2];
-    // SAFETY: same layout as capget above; dropping capabilities is always permitted.
+    // SAFETY: the v3 capset layout (as in `effective_capabilities`); dropping is always permitted.
     let ret = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, empty.as_ptr()) };
     check(Step::Capabilities, if ret == 0 { 0 } else { -1 })
 }

@@ -84,13 +84,7 @@ pub struct PreparedLaunch {
 
 /// Whether the calling thread holds `CAP_SYS_ADMIN` (mounts without a user namespace).
 pub(crate) fn has_sys_admin() -> bool {
-    std::fs::read_to_string("/proc/thread-self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("CapEff:"))?;
-            u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
-        })
-        .is_some_and(|eff| eff & (1 << CAP_SYS_ADMIN) != 0)
+    crate::child::effective_capabilities().is_ok_and(|eff| eff & (1 << CAP_SYS_ADMIN) != 0)
 }
 
 impl PreparedLaunch {
