@@ -148,31 +148,27 @@ async fn throughput(
     proxied: &ExecutorHttpClient,
     direct: &reqwest::Client,
 ) -> anyhow::Result<Vec<Row>> {
-    let url = upstream.url(&format!("/bytes?n={DOWNLOAD_BYTES}"));
+    let path = format!("/bytes?n={DOWNLOAD_BYTES}");
+    let url = upstream.url(&path);
     let t = Instant::now();
-    let mut body = proxied
+    let body = proxied
         .fetch(HttpRequest::new(http::Method::GET, &url))
         .await?
         .body;
-    let mut total = 0u64;
-    while let Some(chunk) = body.next().await {
-        total += chunk?.len() as u64;
-    }
+    let total = drain(body).await?;
     let via = t.elapsed();
     anyhow::ensure!(
         total == DOWNLOAD_BYTES,
         "short download through the executor: {total}"
     );
-    let t = Instant::now();
-    let mut stream = direct.get(&url).send().await?.bytes_stream();
-    let mut total = 0u64;
-    while let Some(chunk) = stream.next().await {
-        total += chunk?.len() as u64;
-    }
-    let straight = t.elapsed();
-    anyhow::ensure!(total == DOWNLOAD_BYTES, "short direct download: {total}");
+    let straight = timed_direct(direct, &url).await?;
+    // The same download through one extra hop that only copies bytes: the ceiling any proxy (one
+    // more receive and send per byte) can reach on this machine.
+    let relay = crate::relay::Relay::start(upstream.addr).await?;
+    let relayed = timed_direct(direct, &format!("http://{}{path}", relay.addr)).await?;
     let mib = (DOWNLOAD_BYTES >> 20) as f64;
-    let (via_rate, direct_rate) = (mib / via.as_secs_f64(), mib / straight.as_secs_f64());
+    let rate = |d: std::time::Duration| mib / d.as_secs_f64();
+    let (via_rate, direct_rate, relay_rate) = (rate(via), rate(straight), rate(relayed));
     let ratio = via_rate / direct_rate;
     Ok(vec![
         Row::new(
@@ -189,5 +185,31 @@ async fn throughput(
             "%",
         )
         .target(">= 70%", ratio >= 0.7),
+        Row::new(
+            SECTION,
+            "1 GiB download through a bare TCP relay (ceiling for one extra hop), fraction of direct",
+            relay_rate / direct_rate * 100.0,
+            "%",
+        ),
     ])
+}
+
+/// Reads a body to its end; returns its size.
+async fn drain<E: Into<anyhow::Error>>(
+    mut body: impl futures_util::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+) -> anyhow::Result<u64> {
+    let mut total = 0u64;
+    while let Some(chunk) = body.next().await {
+        total += chunk.map_err(Into::into)?.len() as u64;
+    }
+    Ok(total)
+}
+
+/// Times a direct reqwest download of `url`, checking its size.
+async fn timed_direct(direct: &reqwest::Client, url: &str) -> anyhow::Result<Duration> {
+    let t = Instant::now();
+    let total = drain(direct.get(url).send().await?.bytes_stream()).await?;
+    let took = t.elapsed();
+    anyhow::ensure!(total == DOWNLOAD_BYTES, "short direct download: {total}");
+    Ok(took)
 }
