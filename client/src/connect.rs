@@ -206,6 +206,17 @@ pub fn ssh_argv(target: &SshTarget, custom: Option<&str>) -> Vec<String> {
 /// Spawns a child that serves one gRPC connection on its stdin/stdout (`outpost serve --listen stdio`,
 /// directly or through ssh). Its stderr is drained into tracing so it can never fill up and block the
 /// child; the child is reaped (and killed if the runtime goes away) by a task.
+/// Pipe buffer asked for on a stdio transport: the HTTP/2 connection's bulk frames (256 KiB) then
+/// cross in a few large writes instead of many 64 KiB ones.
+const STDIO_PIPE_BYTES: libc::c_int = 1024 * 1024;
+
+/// Enlarges a pipe's buffer; best effort (an unprivileged user may be capped by
+/// `fs.pipe-max-size`, which only costs throughput).
+fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) {
+    // SAFETY: F_SETPIPE_SZ takes an integer; the fd is an open pipe end owned by `pipe`.
+    let _ = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, STDIO_PIPE_BYTES) };
+}
+
 fn spawn_stdio_child(
     mut command: tokio::process::Command,
     kind: &'static str,
@@ -226,6 +237,8 @@ fn spawn_stdio_child(
     else {
         return Err(std::io::Error::other("child stdio was not captured"));
     };
+    grow_pipe(&stdout);
+    grow_pipe(&stdin);
     let pid = child.id();
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
