@@ -1,5 +1,7 @@
-//! `outpost`: the executor (`serve`), the sandbox launcher (`sandbox`) and client commands
-//! (`info`, `fs`). Parses arguments, installs tracing on stderr, and calls the libraries.
+//! `outpost-core`, the full `outpost` binary: the executor (`serve`), the sandbox launcher
+//! (`sandbox`) and the client commands (`exec`, `info`, `fs`, `http`, `forward`). Parses arguments,
+//! installs tracing on stderr, and calls the libraries. Users run it through `outpost` (`front.rs`),
+//! which execs it for everything but `sandbox`.
 
 mod exec_cmd;
 mod forward_cmd;
@@ -63,14 +65,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Command::Sandbox(args) = cli.command {
-        // The launcher runs without an async runtime: it prepares the sandbox and runs one command.
-        return match sandbox_cmd::run(args) {
-            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-            Err(err) => {
-                eprintln!("outpost sandbox: error: {err:#}");
-                ExitCode::FAILURE
-            }
-        };
+        return sandbox_cmd::main(args);
     }
     let default_level = match cli.command {
         Command::Serve(_) => "info",

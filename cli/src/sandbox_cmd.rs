@@ -83,11 +83,23 @@ pub(crate) struct SandboxArgs {
     command: Vec<OsString>,
 }
 
+/// Runs `outpost sandbox` and reports a failure the way both binaries do.
+pub(crate) fn main(args: SandboxArgs) -> std::process::ExitCode {
+    // The launcher runs without an async runtime: it prepares the sandbox and runs one command.
+    match run(args) {
+        Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(err) => {
+            eprintln!("outpost sandbox: error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Runs `outpost sandbox`; returns the exit code to exit with.
 ///
 /// # Errors
 /// Invalid arguments, an unknown or refused profile, a missing sandbox layer, or a failed spawn.
-pub(crate) fn run(args: SandboxArgs) -> anyhow::Result<i32> {
+fn run(args: SandboxArgs) -> anyhow::Result<i32> {
     let policy = match &args.sandbox_state_json {
         Some(json) => state_policy(&args, json)?,
         None => profile_policy(&args)?,

@@ -165,8 +165,12 @@ fn locate_outpost_binary() -> Result<PathBuf, ClientError> {
     if let Some(bin) = std::env::var_os("OUTPOST_BIN").filter(|b| !b.is_empty()) {
         return Ok(PathBuf::from(bin));
     }
+    // Inside the `outpost` command (its full binary, `outpost-core`): spawn this very binary, which
+    // skips the front binary's extra exec.
     if let Ok(exe) = std::env::current_exe()
-        && exe.file_name().is_some_and(|n| n == "outpost")
+        && exe
+            .file_name()
+            .is_some_and(|n| n == "outpost" || n == "outpost-core")
     {
         return Ok(exe);
     }
