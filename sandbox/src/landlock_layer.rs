@@ -2,7 +2,7 @@
 //! [`ResolvedPolicy`] before fork, and restricts either a child (raw `landlock_restrict_self` on the
 //! prepared ruleset fd, allocation-free) or the current thread.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -117,7 +117,10 @@ pub(crate) fn build(
             continue;
         };
         // Files only take file rights; BestEffort compatibility would silently drop the rule otherwise.
-        let access = if path.is_dir() {
+        // The type comes from the opened fd (no second path walk, and no race with a rename).
+        let is_dir = nix::sys::stat::fstat(fd.as_fd())
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+        let access = if is_dir {
             access
         } else {
             access & AccessFs::from_file(abi_enum)
