@@ -27,6 +27,22 @@ fn check_pattern(data: &[u8], offset: u64) -> bool {
     })
 }
 
+/// Checks that an output event continues the pattern at `received` (no loss, no duplicate) and
+/// counts it; a gap fails the test.
+fn check_event(event: &pb::ProcessEvent, received: &mut u64) {
+    match &event.event {
+        Some(pb::process_event::Event::Output(out)) => {
+            assert!(
+                check_pattern(&out.data, *received),
+                "corrupt, lost or duplicated data at {received}"
+            );
+            *received += out.data.len() as u64;
+        }
+        Some(pb::process_event::Event::Gap(gap)) => panic!("lost events: {gap:?}"),
+        _ => {}
+    }
+}
+
 #[tokio::test]
 async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow::Result<()> {
     const TOTAL: u64 = 100 * 1024 * 1024;
@@ -63,19 +79,9 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
     let mut exit = None;
     session
         .follow(&pid, last_seq, |event| {
-            match &event.event {
-                Some(pb::process_event::Event::Output(out)) => {
-                    assert!(
-                        check_pattern(&out.data, received),
-                        "corrupt or duplicated data at {received}"
-                    );
-                    received += out.data.len() as u64;
-                }
-                Some(pb::process_event::Event::Gap(gap)) => {
-                    panic!("lost events after resume: {gap:?}")
-                }
-                Some(pb::process_event::Event::Exit(e)) => exit = Some(e.clone()),
-                _ => {}
+            check_event(event, &mut received);
+            if let Some(pb::process_event::Event::Exit(e)) = &event.event {
+                exit = Some(e.clone());
             }
             Ok(())
         })
@@ -108,17 +114,7 @@ async fn follow_finishes_with_a_ring_smaller_than_the_ack_cadence() -> anyhow::R
     let followed = tokio::time::timeout(
         Duration::from_secs(60),
         session.follow(&pid, 0, |event| {
-            match &event.event {
-                Some(pb::process_event::Event::Output(out)) => {
-                    assert!(
-                        check_pattern(&out.data, received),
-                        "corrupt data at {received}"
-                    );
-                    received += out.data.len() as u64;
-                }
-                Some(pb::process_event::Event::Gap(gap)) => panic!("lost events: {gap:?}"),
-                _ => {}
-            }
+            check_event(event, &mut received);
             Ok(())
         }),
     )
