@@ -207,9 +207,6 @@ pub fn ssh_argv(target: &SshTarget, custom: Option<&str>) -> Vec<String> {
     }
 }
 
-/// Spawns a child that serves one gRPC connection on its stdin/stdout (`outpost serve --listen stdio`,
-/// directly or through ssh). Its stderr is drained into tracing so it can never fill up and block the
-/// child; the child is reaped (and killed if the runtime goes away) by a task.
 /// Pipe buffer asked for on a stdio transport: the HTTP/2 connection's bulk frames (256 KiB) then
 /// cross in a few large writes instead of many 64 KiB ones.
 const STDIO_PIPE_BYTES: libc::c_int = 1024 * 1024;
@@ -221,6 +218,9 @@ fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) {
     let _ = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, STDIO_PIPE_BYTES) };
 }
 
+/// Spawns a child that serves one gRPC connection on its stdin/stdout (`outpost serve --listen stdio`,
+/// directly or through ssh). Its stderr is drained into tracing so it can never fill up and block the
+/// child; the child is reaped (and killed if the runtime goes away) by a task.
 fn spawn_stdio_child(
     mut command: tokio::process::Command,
     kind: &'static str,
