@@ -65,7 +65,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Command::Sandbox(args) = cli.command {
-        return sandbox_cmd::main(args);
+        return ExitCode::from(sandbox_cmd::main(args));
     }
     let default_level = match cli.command {
         Command::Serve(_) => "info",

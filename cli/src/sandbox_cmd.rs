@@ -83,14 +83,14 @@ pub(crate) struct SandboxArgs {
     command: Vec<OsString>,
 }
 
-/// Runs `outpost sandbox` and reports a failure the way both binaries do.
-pub(crate) fn main(args: SandboxArgs) -> std::process::ExitCode {
+/// Runs `outpost sandbox` and reports a failure the way both binaries do; returns the exit code.
+pub(crate) fn main(args: SandboxArgs) -> u8 {
     // The launcher runs without an async runtime: it prepares the sandbox and runs one command.
     match run(args) {
-        Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Ok(code) => u8::try_from(code).unwrap_or(1),
         Err(err) => {
             eprintln!("outpost sandbox: error: {err:#}");
-            std::process::ExitCode::FAILURE
+            1
         }
     }
 }
