@@ -1,6 +1,6 @@
 //! Sandbox section: launch overhead of `outpost sandbox -P :workspace -- true` against a plain spawn of
 //! `true` and against bubblewrap with an equivalent policy (read-only root, writable workspace and
-//! /tmp, no network), all in the same run.
+//! /tmp, no network), all in the same run, interleaved launch by launch.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,19 +10,26 @@ use super::{ms, percentile};
 
 const SECTION: &str = "sandbox";
 
-fn median_of(n: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<Duration> {
-    let mut samples = Vec::with_capacity(n);
+/// Runs every command of `commands` once per round for `n` rounds, interleaved, so a drift in the
+/// machine's speed during the section hits all of them alike; returns each command's median.
+fn interleaved_medians(
+    n: usize,
+    commands: &[&dyn Fn() -> Command],
+) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = vec![Vec::with_capacity(n); commands.len()];
     for _ in 0..n {
-        let mut c = cmd();
-        c.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let t = Instant::now();
-        let status = c.status()?;
-        samples.push(t.elapsed());
-        anyhow::ensure!(status.success(), "{c:?} failed: {status}");
+        for (make, samples) in commands.iter().zip(&mut samples) {
+            let mut c = make();
+            c.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let t = Instant::now();
+            let status = c.status()?;
+            samples.push(t.elapsed());
+            anyhow::ensure!(status.success(), "{c:?} failed: {status}");
+        }
     }
-    Ok(percentile(&mut samples, 50.0))
+    Ok(samples.iter_mut().map(|s| percentile(s, 50.0)).collect())
 }
 
 /// Runs the section.
@@ -34,14 +41,41 @@ pub fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
     let workspace = tempfile::tempdir()?;
     let ws = workspace.path().to_owned();
     let outpost = crate::outpost_bin();
-    let plain = median_of(n, || Command::new("true"))?;
-    let sandboxed = median_of(n, || {
+    let plain = || Command::new("true");
+    let sandboxed = || {
         let mut c = Command::new(&outpost);
         c.args(["sandbox", "-P", ":workspace", "-C"])
             .arg(&ws)
             .args(["--", "true"]);
         c
-    })?;
+    };
+    let bwrap = || {
+        let mut c = Command::new("bwrap");
+        c.args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--bind",
+            "/tmp",
+            "/tmp",
+            "--bind",
+        ])
+        .arg(&ws)
+        .arg(&ws)
+        .args(["--unshare-net", "--die-with-parent", "--", "true"]);
+        c
+    };
+    let have_bwrap = which("bwrap");
+    let mut commands: Vec<&dyn Fn() -> Command> = vec![&plain, &sandboxed];
+    if have_bwrap {
+        commands.push(&bwrap);
+    }
+    let medians = interleaved_medians(n, &commands)?;
+    let (plain, sandboxed) = (medians[0], medians[1]);
     let overhead = sandboxed.saturating_sub(plain);
     let mut rows = vec![
         Row::new(
@@ -59,27 +93,7 @@ pub fn run(quick: bool) -> anyhow::Result<Vec<Row>> {
         )
         .target("<= 1.5 ms", ms(overhead) <= 1.5),
     ];
-    if which("bwrap") {
-        let bwrap = median_of(n, || {
-            let mut c = Command::new("bwrap");
-            c.args([
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--bind",
-                "/tmp",
-                "/tmp",
-                "--bind",
-            ])
-            .arg(&ws)
-            .arg(&ws)
-            .args(["--unshare-net", "--die-with-parent", "--", "true"]);
-            c
-        })?;
+    if let Some(&bwrap) = medians.get(2) {
         rows.push(
             Row::new(
                 SECTION,
