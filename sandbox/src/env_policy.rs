@@ -110,27 +110,45 @@ impl EnvPolicy {
 
 /// Case-insensitive glob match supporting `*` (any run) and `?` (one character).
 pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    // Variable names and patterns are ASCII in practice: compare bytes without allocating (this runs
+    // for every inherited variable and pattern on every launch).
+    if pattern.is_ascii() && text.is_ascii() {
+        return wildcard_match(pattern.as_bytes(), text.as_bytes(), b'*', b'?', |p, t| {
+            p.eq_ignore_ascii_case(&t)
+        });
+    }
     let p: Vec<char> = pattern.to_uppercase().chars().collect();
     let t: Vec<char> = text.to_uppercase().chars().collect();
-    // Iterative matcher with single-star backtracking: linear in practice, no recursion.
+    wildcard_match(&p, &t, '*', '?', |p, t| p == t)
+}
+
+/// Matches `text` against `pattern`, where `star` stands for any run and `any` for one element.
+/// Iterative with single-star backtracking: linear in practice, no recursion.
+fn wildcard_match<T: Copy + PartialEq>(
+    pattern: &[T],
+    text: &[T],
+    star: T,
+    any: T,
+    eq: impl Fn(T, T) -> bool,
+) -> bool {
     let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+    let mut backtrack: Option<(usize, usize)> = None;
+    while ti < text.len() {
+        if pi < pattern.len() && (pattern[pi] == any || eq(pattern[pi], text[ti])) {
             pi += 1;
             ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
+        } else if pi < pattern.len() && pattern[pi] == star {
+            backtrack = Some((pi, ti));
             pi += 1;
-        } else if let Some((sp, st)) = star {
+        } else if let Some((sp, st)) = backtrack {
             pi = sp + 1;
             ti = st + 1;
-            star = Some((sp, st + 1));
+            backtrack = Some((sp, st + 1));
         } else {
             return false;
         }
     }
-    p[pi..].iter().all(|c| *c == '*')
+    pattern[pi..].iter().all(|c| *c == star)
 }
 
 #[cfg(test)]
@@ -155,6 +173,12 @@ mod tests {
         assert!(!glob_matches("*TOKEN*", "PATH"));
         assert!(glob_matches("*", ""));
         assert!(glob_matches("LC_*", "LC_ALL"));
+        assert!(glob_matches("*t*n", "MY_TOKEN"));
+        assert!(!glob_matches("*KEY", "KEYS"));
+        // Outside ASCII, case folding follows Unicode upper-casing (ß becomes SS).
+        assert!(glob_matches("*SS*", "straße"));
+        assert!(glob_matches("ÉT?", "été"));
+        assert!(!glob_matches("*SS*", "strase"));
     }
 
     #[test]

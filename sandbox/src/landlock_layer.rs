@@ -2,7 +2,7 @@
 //! [`ResolvedPolicy`] before fork, and restricts either a child (raw `landlock_restrict_self` on the
 //! prepared ruleset fd, allocation-free) or the current thread.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -116,15 +116,8 @@ pub(crate) fn build(
             report.skipped_paths.push(path.to_owned());
             continue;
         };
-        // Files only take file rights; BestEffort compatibility would silently drop the rule otherwise.
-        // The type comes from the opened fd (no second path walk, and no race with a rename).
-        let is_dir = nix::sys::stat::fstat(fd.as_fd())
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
-        let access = if is_dir {
-            access
-        } else {
-            access & AccessFs::from_file(abi_enum)
-        };
+        // Files only take file rights: the crate reads the type from the opened fd (no second path
+        // walk, no race with a rename) and, at BestEffort, keeps the rule with the file rights.
         created = created
             .add_rule(PathBeneath::new(fd, access))
             .map_err(|source| LandlockError::AddRule {
