@@ -132,6 +132,10 @@ pub(crate) fn build(
 /// rules: a grant on an ancestor of `/dev` (usually `/`) becomes a listing-only rule on each ancestor
 /// plus the full grant on every sibling subtree, and `/dev` itself is listing-only. Otherwise uid 0
 /// could open disks and consoles (it owns those nodes, so permission bits would not stop it).
+///
+/// A symbolic link among the siblings gets no rule: opening it for the rule would follow it, so the
+/// rule would land on the target, which is either inside a sibling subtree that has its own rule
+/// (`/bin -> usr/bin`) or, pointing into `/dev`, exactly what the split keeps out.
 fn grant_outside_dev(
     path: &Path,
     access: BitFlags<AccessFs>,
@@ -152,6 +156,9 @@ fn grant_outside_dev(
         return;
     };
     for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
         grant_outside_dev(&entry.path(), access, list, out);
     }
 }
@@ -217,6 +224,11 @@ mod tests {
             out.iter()
                 .all(|(p, a)| !p.starts_with("/dev") || *a == list)
         );
+        for entry in std::fs::read_dir("/").unwrap().flatten() {
+            if entry.file_type().unwrap().is_symlink() {
+                assert!(out.iter().all(|(p, _)| *p != entry.path()), "{entry:?}");
+            }
+        }
         let mut out = Vec::new();
         grant_outside_dev(Path::new("/usr"), read, list, &mut out);
         assert_eq!(out, vec![(PathBuf::from("/usr"), read)]);
