@@ -136,6 +136,38 @@ fn exit_codes_are_forwarded() {
     assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
 }
 
+/// Started with stdin closed, the launcher (which skips std's runtime start-up) still reopens it on
+/// `/dev/null` before opening anything, so no file it opens can pose as the command's stdin.
+#[test]
+fn a_closed_stdin_becomes_dev_null() {
+    if !sandbox_ok() {
+        return;
+    }
+    let ws = workspace();
+    let mut c = outpost_command(
+        &[
+            "sandbox",
+            "-P",
+            ":workspace",
+            "--",
+            "sh",
+            "-c",
+            "readlink /proc/self/fd/0",
+        ],
+        ws.path(),
+    );
+    // SAFETY: close(2) on fd 0 between fork and exec; async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::close(0);
+            Ok(())
+        });
+    }
+    let o = c.output().expect("run outpost");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "/dev/null");
+}
+
 /// A launcher that does not lead a process group becomes the command (same pid); one that does (a
 /// job of an interactive shell, where `setsid` is refused) stays as its parent. Both give the command
 /// its own session, the same sandbox and the same exit status.
