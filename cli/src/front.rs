@@ -45,8 +45,11 @@ enum FrontCommand {
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     reopen_closed_standard_fds();
+    // Without std's runtime nothing else catches a panic: it would abort instead of exiting 101
+    // (the panic message is printed either way).
+    let code = std::panic::catch_unwind(front).map_or(101, i32::from);
     // `exit` flushes std's stdout buffer (returning from here would not).
-    std::process::exit(i32::from(front()))
+    std::process::exit(code)
 }
 
 /// Serves `outpost sandbox` or hands the command line to the full binary; returns the exit code.
