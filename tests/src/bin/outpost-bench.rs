@@ -4,6 +4,7 @@
 //! Run: `cargo run --release -p outpost-tests --bin outpost-bench -- [--quick] [--update-readme]`.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use outpost_tests::bench::{self, report};
@@ -66,6 +67,34 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
+/// Waits until every process an earlier section started has exited and been reaped (at most 10 s),
+/// then half a second more: executors of one section still tearing down would otherwise slow the
+/// next section's measurements (the sandbox section's launches most of all).
+async fn settle() {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && has_children(std::process::id()) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+}
+
+/// Whether any process (zombies included) has `pid` as its parent.
+fn has_children(pid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+                let rest = &stat[stat.rfind(')')? + 1..];
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            })
+            .is_some_and(|ppid| ppid == pid)
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     outpost_client::tune_allocator_for_streaming();
     tokio::runtime::Builder::new_multi_thread()
@@ -87,6 +116,7 @@ async fn run() -> anyhow::Result<()> {
         );
     }
     if args.wants("process") {
+        settle().await;
         eprintln!("outpost-bench: process section ...");
         rows.extend(
             bench::process::run(args.quick)
@@ -95,6 +125,7 @@ async fn run() -> anyhow::Result<()> {
         );
     }
     if args.wants("registry") {
+        settle().await;
         eprintln!("outpost-bench: registry section ...");
         rows.extend(
             bench::registry::run(args.quick)
@@ -103,10 +134,12 @@ async fn run() -> anyhow::Result<()> {
         );
     }
     if args.wants("sandbox") {
+        settle().await;
         eprintln!("outpost-bench: sandbox section ...");
         rows.extend(bench::sandbox::run(args.quick).context("sandbox section")?);
     }
     if args.wants("http") {
+        settle().await;
         eprintln!("outpost-bench: http proxy section ...");
         rows.extend(
             bench::http::run(args.quick)
