@@ -18,6 +18,11 @@ fn outpost_command(args: &[&str], cwd: &Path) -> Command {
     c
 }
 
+/// `outpost sandbox -P :workspace -- sh -c SCRIPT`.
+fn workspace_sh(script: &str) -> [&str; 7] {
+    ["sandbox", "-P", ":workspace", "--", "sh", "-c", script]
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -104,23 +109,9 @@ fn exit_codes_are_forwarded() {
         return;
     }
     let ws = workspace();
-    let o = outpost(
-        &["sandbox", "-P", ":workspace", "--", "sh", "-c", "exit 5"],
-        ws.path(),
-    );
+    let o = outpost(&workspace_sh("exit 5"), ws.path());
     assert_eq!(o.status.code(), Some(5));
-    let o = outpost(
-        &[
-            "sandbox",
-            "-P",
-            ":workspace",
-            "--",
-            "sh",
-            "-c",
-            "kill -9 $$",
-        ],
-        ws.path(),
-    );
+    let o = outpost(&workspace_sh("kill -9 $$"), ws.path());
     assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{:?}", o.status);
     let o = outpost(
         &[
@@ -144,18 +135,7 @@ fn a_closed_stdin_becomes_dev_null() {
         return;
     }
     let ws = workspace();
-    let mut c = outpost_command(
-        &[
-            "sandbox",
-            "-P",
-            ":workspace",
-            "--",
-            "sh",
-            "-c",
-            "readlink /proc/self/fd/0",
-        ],
-        ws.path(),
-    );
+    let mut c = outpost_command(&workspace_sh("readlink /proc/self/fd/0"), ws.path());
     // SAFETY: close(2) on fd 0 between fork and exec; async-signal-safe.
     unsafe {
         c.pre_exec(|| {
@@ -180,10 +160,7 @@ fn both_launch_modes_enforce_the_same_sandbox_and_status() {
                   (echo x > /etc/outpost-escape) 2>/dev/null || echo denied; exit 7";
     for group_leader in [false, true] {
         let ws = workspace();
-        let mut c = outpost_command(
-            &["sandbox", "-P", ":workspace", "--", "sh", "-c", script],
-            ws.path(),
-        );
+        let mut c = outpost_command(&workspace_sh(script), ws.path());
         if group_leader {
             c.process_group(0);
         }
@@ -221,18 +198,7 @@ fn both_launch_modes_enforce_the_same_sandbox_and_status() {
             "group leader {group_leader}"
         );
         assert_eq!(o.status.code(), Some(7), "group leader {group_leader}");
-        let mut c = outpost_command(
-            &[
-                "sandbox",
-                "-P",
-                ":workspace",
-                "--",
-                "sh",
-                "-c",
-                "kill -TERM $$",
-            ],
-            ws.path(),
-        );
+        let mut c = outpost_command(&workspace_sh("kill -TERM $$"), ws.path());
         if group_leader {
             c.process_group(0);
         }
@@ -253,15 +219,9 @@ fn workspace_profile_end_to_end() {
     }
     let ws = workspace();
     let o = outpost(
-        &[
-            "sandbox",
-            "-P",
-            ":workspace",
-            "--",
-            "sh",
-            "-c",
+        &workspace_sh(
             "echo ok > out.txt && (echo x > .git/config) 2>/dev/null; echo $? $CODEX_PERMISSION_PROFILE",
-        ],
+        ),
         ws.path(),
     );
     assert_eq!(
@@ -422,7 +382,7 @@ fn unprivileged_launch_protects_git_and_outside() {
         Command::new(exe)
     };
     let o = cmd
-        .args(["sandbox", "-P", ":workspace", "--", "sh", "-c", script])
+        .args(workspace_sh(script))
         .current_dir(ws.path())
         .output()
         .expect("run outpost unprivileged");
