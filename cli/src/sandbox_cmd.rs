@@ -89,7 +89,10 @@ pub(crate) fn main(args: SandboxArgs) -> u8 {
     match run(args) {
         Ok(code) => u8::try_from(code).unwrap_or(1),
         Err(err) => {
-            eprintln!("outpost sandbox: error: {err:#}");
+            eprintln!(
+                "outpost sandbox: error: {}",
+                crate::error_chain::one_line(&err)
+            );
             1
         }
     }

@@ -64,9 +64,8 @@ impl TargetArgs {
             tls_client_key: self.tls_client_key.clone(),
             ..ConnectOptions::default()
         };
-        outpost_client::connect(&target, &options)
-            .await
-            .with_context(|| format!("cannot connect to {target}"))
+        // The client's error names the target already.
+        Ok(outpost_client::connect(&target, &options).await?)
     }
 
     /// Connects to an environment of the environments file through a registry, so the same

@@ -68,6 +68,32 @@ fn unknown_target_is_a_clear_error() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A socket that is not there: one line that names the target and the OS error, each once.
+#[test]
+fn unreachable_target_names_target_and_cause_once() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let target = format!("unix:{}", dir.path().join("missing.sock").display());
+    let out = outpost()
+        .args(["exec", "--target", &target, "--", "true"])
+        .output()?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches(&format!("cannot connect to {target}"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
+    Ok(())
+}
+
 #[test]
 fn stdio_executor_exits_cleanly_when_the_peer_closes() -> anyhow::Result<()> {
     use std::process::Stdio;
