@@ -108,6 +108,27 @@ fn files(op: &str, a: &[String]) -> Option<libc::c_long> {
     }
 }
 
+/// A unix socket address for `name`: a pathname, or with `abstract_name` a name in the abstract
+/// namespace (a leading NUL byte, length exactly as long as the name). Names that do not fit are
+/// cut at the end of `sun_path`.
+fn unix_addr(name: &str, abstract_name: bool) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid (empty) address.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let offset = usize::from(abstract_name);
+    let slots = addr.sun_path.iter_mut().skip(offset);
+    let used = slots
+        .zip(name.as_bytes())
+        .map(|(slot, b)| *slot = *b as libc::c_char)
+        .count();
+    let len = if abstract_name {
+        size_of::<libc::sa_family_t>() + offset + used
+    } else {
+        size_of::<libc::sockaddr_un>()
+    };
+    (addr, len as libc::socklen_t)
+}
+
 /// Socket attempts.
 #[allow(clippy::too_many_lines)]
 fn net(op: &str, a: &[String]) -> Option<libc::c_long> {
@@ -150,12 +171,7 @@ fn net(op: &str, a: &[String]) -> Option<libc::c_long> {
             }
             "unix-connect" => {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
-                let mut addr: libc::sockaddr_un = std::mem::zeroed();
-                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-                for (i, b) in arg(0).as_bytes().iter().enumerate() {
-                    addr.sun_path[i] = *b as libc::c_char;
-                }
-                let len = size_of::<libc::sockaddr_un>() as u32;
+                let (addr, len) = unix_addr(arg(0), false);
                 if fd < 0 {
                     -1
                 } else {
@@ -164,12 +180,7 @@ fn net(op: &str, a: &[String]) -> Option<libc::c_long> {
             }
             "unix-sendto" => {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
-                let mut addr: libc::sockaddr_un = std::mem::zeroed();
-                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-                for (i, b) in arg(0).as_bytes().iter().enumerate() {
-                    addr.sun_path[i] = *b as libc::c_char;
-                }
-                let len = size_of::<libc::sockaddr_un>() as u32;
+                let (addr, len) = unix_addr(arg(0), false);
                 if fd < 0 {
                     -1
                 } else {
@@ -198,13 +209,7 @@ fn net(op: &str, a: &[String]) -> Option<libc::c_long> {
             }
             "abstract-connect" => {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
-                let mut addr: libc::sockaddr_un = std::mem::zeroed();
-                addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-                let name = arg(0).as_bytes();
-                for (i, b) in name.iter().enumerate() {
-                    addr.sun_path[i + 1] = *b as libc::c_char;
-                }
-                let len = (size_of::<libc::sa_family_t>() + 1 + name.len()) as u32;
+                let (addr, len) = unix_addr(arg(0), true);
                 if fd < 0 {
                     -1
                 } else {
