@@ -440,13 +440,7 @@ fn tiocsti_on_pty(controlling: bool) -> (Option<i32>, bool) {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let dirs = Dirs::new();
     let policy = dirs.policy(&outpost_sandbox::Profile::builtin(WS).expect("builtin"));
-    let launch = outpost_sandbox::PreparedLaunch::prepare(
-        &policy,
-        &outpost_sandbox::Capabilities::detect(),
-        &outpost_sandbox::LaunchOptions::default(),
-        std::env::vars_os(),
-    )
-    .expect("prepare");
+    let launch = prepare(&policy, std::env::vars_os());
     let mut cmd = std::process::Command::new("/bin/sh");
     let script = format!(
         "{} tiocsti 0; code=$?; cut -d' ' -f7 /proc/self/stat >&2; exit $code",
@@ -613,13 +607,7 @@ fn failing_child_setup_fails_the_spawn() {
     // Above fs.nr_open: setrlimit fails with EPERM even for root, inside pre_exec.
     profile.rlimits.nofile = Some(1 << 40);
     let policy = dirs.policy(&profile);
-    let launch = outpost_sandbox::PreparedLaunch::prepare(
-        &policy,
-        &outpost_sandbox::Capabilities::detect(),
-        &outpost_sandbox::LaunchOptions::default(),
-        std::env::vars_os(),
-    )
-    .expect("prepare");
+    let launch = prepare(&policy, std::env::vars_os());
     let marker = dirs.ws("ran");
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.args(["-c", &format!("touch {marker}")]);

@@ -280,13 +280,7 @@ fn tokio_command_spawn() {
     }
     let d = Dirs::new();
     let policy = d.policy(&Profile::builtin(":workspace").expect("builtin"));
-    let launch = outpost_sandbox::PreparedLaunch::prepare(
-        &policy,
-        &outpost_sandbox::Capabilities::detect(),
-        &outpost_sandbox::LaunchOptions::default(),
-        std::env::vars_os(),
-    )
-    .expect("prepare");
+    let launch = prepare(&policy, std::env::vars_os());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -315,13 +309,7 @@ fn current_dir_after_apply_is_honoured() {
     let d = Dirs::new();
     std::fs::create_dir(d.ws.path().join("sub")).expect("mkdir sub");
     let policy = d.policy(&Profile::builtin(":workspace").expect("builtin"));
-    let launch = outpost_sandbox::PreparedLaunch::prepare(
-        &policy,
-        &outpost_sandbox::Capabilities::detect(),
-        &outpost_sandbox::LaunchOptions::default(),
-        std::env::vars_os(),
-    )
-    .expect("prepare");
+    let launch = prepare(&policy, std::env::vars_os());
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.args(["-c", "pwd; echo here > rel.txt"]);
     launch.apply(&mut cmd);

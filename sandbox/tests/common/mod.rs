@@ -96,6 +96,21 @@ impl Dirs {
     }
 }
 
+/// Prepares a launch of `policy` on this host with default options and the given inherited
+/// environment.
+pub fn prepare<I>(policy: &ResolvedPolicy, env: I) -> PreparedLaunch
+where
+    I: IntoIterator<Item = (OsString, OsString)>,
+{
+    PreparedLaunch::prepare(
+        policy,
+        &Capabilities::detect(),
+        &LaunchOptions::default(),
+        env,
+    )
+    .expect("prepare launch")
+}
+
 /// Runs `program args` under `policy` with the given inherited environment.
 pub fn run_policy(
     policy: &ResolvedPolicy,
@@ -103,13 +118,7 @@ pub fn run_policy(
     program: &str,
     args: &[&str],
 ) -> Output {
-    let launch = PreparedLaunch::prepare(
-        policy,
-        &Capabilities::detect(),
-        &LaunchOptions::default(),
-        env,
-    )
-    .expect("prepare launch");
+    let launch = prepare(policy, env);
     let mut cmd = Command::new(program);
     cmd.args(args);
     launch.apply(&mut cmd);
