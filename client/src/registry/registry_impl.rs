@@ -51,6 +51,27 @@ struct Entry {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+impl Entries {
+    /// Stops the connection task of `id` and moves it to a new generation in `state`, so a task of
+    /// the old generation can no longer publish; returns the entry.
+    fn supersede(
+        &mut self,
+        id: &str,
+        state: EnvironmentState,
+    ) -> Result<&mut Entry, RegistryError> {
+        self.generations += 1;
+        let generation = self.generations;
+        let entry = self
+            .map
+            .get_mut(id)
+            .ok_or_else(|| RegistryError::UnknownEnvironment(id.to_owned()))?;
+        entry.stop();
+        entry.generation = generation;
+        entry.state.send_replace(Watched::State(state));
+        Ok(entry)
+    }
+}
+
 impl Entry {
     fn current(&self) -> EnvironmentState {
         match &*self.state.borrow() {
@@ -259,18 +280,8 @@ impl EnvironmentRegistry {
         change: impl FnOnce(&mut EnvironmentSpec),
     ) -> Result<(), RegistryError> {
         let mut entries = self.inner.lock();
-        entries.generations += 1;
-        let generation = entries.generations;
-        let entry = entries
-            .map
-            .get_mut(id)
-            .ok_or_else(|| RegistryError::UnknownEnvironment(id.to_owned()))?;
+        let entry = entries.supersede(id, EnvironmentState::Starting)?;
         change(&mut entry.spec);
-        entry.stop();
-        entry.generation = generation;
-        entry
-            .state
-            .send_replace(Watched::State(EnvironmentState::Starting));
         let id = entry.spec.id.clone();
         self.inner.launch(&mut entries, &id);
         self.inner.publish(&mut entries);
@@ -284,17 +295,7 @@ impl EnvironmentRegistry {
     /// [`RegistryError::UnknownEnvironment`].
     pub fn mark_failed(&self, id: &str, reason: &str) -> Result<(), RegistryError> {
         let mut entries = self.inner.lock();
-        entries.generations += 1;
-        let generation = entries.generations;
-        let entry = entries
-            .map
-            .get_mut(id)
-            .ok_or_else(|| RegistryError::UnknownEnvironment(id.to_owned()))?;
-        entry.stop();
-        entry.generation = generation;
-        entry
-            .state
-            .send_replace(Watched::State(EnvironmentState::Failed(reason.into())));
+        entries.supersede(id, EnvironmentState::Failed(reason.into()))?;
         self.inner.publish(&mut entries);
         Ok(())
     }
