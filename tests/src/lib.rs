@@ -22,6 +22,7 @@ pub mod delay_proxy;
 mod executor;
 pub mod mcp_server;
 pub mod oauth_server;
+pub mod procfs;
 pub mod relay;
 mod serve_process;
 pub mod sshd;

@@ -80,19 +80,7 @@ async fn settle() {
 
 /// Whether any process (zombies included) has `pid` as its parent.
 fn has_children(pid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        std::fs::read_to_string(e.path().join("stat"))
-            .ok()
-            .and_then(|stat| {
-                // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
-                let rest = &stat[stat.rfind(')')? + 1..];
-                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-            })
-            .is_some_and(|ppid| ppid == pid)
-    })
+    outpost_tests::procfs::processes().any(|(_, s)| s.ppid == pid)
 }
 
 fn main() -> anyhow::Result<()> {

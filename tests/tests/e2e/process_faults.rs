@@ -129,39 +129,15 @@ async fn follow_finishes_with_a_ring_smaller_than_the_ack_cadence() -> anyhow::R
 
 fn alive(pid: u32) -> bool {
     // A zombie has exited already; only count processes that still run.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
+    outpost_tests::procfs::stat(pid).is_some_and(|s| !s.is_zombie())
 }
 
 /// Processes whose process group is `pgid`.
 fn group_members(pgid: u32) -> Vec<u32> {
-    let mut members = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        // After "pid (comm)": state ppid pgrp ...
-        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
-            && fields.first() != Some(&"Z")
-        {
-            members.push(pid);
-        }
-    }
-    members
+    outpost_tests::procfs::processes()
+        .filter(|(_, s)| s.pgrp == pgid && !s.is_zombie())
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 async fn wait_until(mut cond: impl FnMut() -> bool, limit: Duration) -> bool {
