@@ -76,16 +76,11 @@ impl SandboxSettings {
     /// The executor's filesystem context for a profile resolved at `cwd`. Without configured
     /// workspace roots, `cwd` itself is the project (`project_roots`).
     pub fn fs_context(&self, cwd: PathBuf) -> FsContext {
-        FsContext {
-            home: std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
-            tmp: std::env::temp_dir(),
-            workspace_roots: if self.workspace_roots.is_empty() {
-                vec![cwd.clone()]
-            } else {
-                self.workspace_roots.clone()
-            },
-            cwd,
+        let mut ctx = FsContext::for_cwd(cwd);
+        if !self.workspace_roots.is_empty() {
+            ctx.workspace_roots.clone_from(&self.workspace_roots);
         }
+        ctx
     }
 
     /// Resolves and prepares the launch of one request.
