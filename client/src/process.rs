@@ -141,13 +141,25 @@ impl Session {
     /// # Errors
     /// Unknown process; transport failures.
     pub async fn ack(&self, process_id: &str, seq: u64) -> Result<(), ClientError> {
+        self.ack_call(process_id, seq).await
+    }
+
+    /// The ack call with everything it needs owned, so it can also run detached.
+    fn ack_call(
+        &self,
+        process_id: &str,
+        seq: u64,
+    ) -> impl Future<Output = Result<(), ClientError>> + Send + 'static {
+        let mut client = self.executor.process_client();
         let request = pb::AckRequest {
             session_id: self.id.clone(),
             process_id: process_id.to_owned(),
             seq,
         };
-        self.executor.process_client().ack(request).await?;
-        Ok(())
+        async move {
+            client.ack(request).await?;
+            Ok(())
+        }
     }
 
     /// Writes to stdin; a retry with the same `write_id` is not applied twice. Returns whether it was
@@ -379,15 +391,8 @@ pub async fn follow_with<P: SessionProvider>(
 /// Acknowledges output up to `seq` without waiting, so reading never stalls for a round trip. Acks
 /// are cumulative and idempotent: a lost one only delays discarding on the executor.
 fn send_ack(session: &Session, process_id: &str, seq: u64) {
-    let (mut client, request) = (
-        session.executor().process_client(),
-        pb::AckRequest {
-            session_id: session.id().to_owned(),
-            process_id: process_id.to_owned(),
-            seq,
-        },
-    );
+    let ack = session.ack_call(process_id, seq);
     tokio::spawn(async move {
-        let _ = client.ack(request).await;
+        let _ = ack.await;
     });
 }
