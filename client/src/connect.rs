@@ -80,13 +80,14 @@ pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Execut
                 Some(bin) => bin.clone(),
                 None => locate_outpost_binary()?,
             };
-            let connector = tower::service_fn(move |_: http::Uri| {
-                let mut command = tokio::process::Command::new(&bin);
-                command.args(["serve", "--listen", "stdio"]);
-                async move { spawn_stdio_child(command, "exec:").map(TokioIo::new) }
-            });
+            let argv = [
+                bin.into_os_string(),
+                "serve".into(),
+                "--listen".into(),
+                "stdio".into(),
+            ];
             local
-                .connect_with_connector(connector)
+                .connect_with_connector(stdio_connector(argv.to_vec(), "exec:"))
                 .await
                 .map_err(connect_err)?
         }
@@ -96,14 +97,9 @@ pub async fn connect(target: &Target, options: &ConnectOptions) -> Result<Execut
                 .clone()
                 .or_else(|| std::env::var("OUTPOST_SSH_COMMAND").ok())
                 .filter(|c| !c.trim().is_empty());
-            let argv = ssh_argv(ssh, custom.as_deref());
-            let connector = tower::service_fn(move |_: http::Uri| {
-                let mut command = tokio::process::Command::new(&argv[0]);
-                command.args(&argv[1..]);
-                async move { spawn_stdio_child(command, "ssh").map(TokioIo::new) }
-            });
+            let argv = ssh_argv(ssh, custom.as_deref()).into_iter().map(Into::into);
             local
-                .connect_with_connector(connector)
+                .connect_with_connector(stdio_connector(argv.collect(), "ssh"))
                 .await
                 .map_err(connect_err)?
         }
@@ -216,6 +212,26 @@ const STDIO_PIPE_BYTES: libc::c_int = 1024 * 1024;
 fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) {
     // SAFETY: F_SETPIPE_SZ takes an integer; the fd is an open pipe end owned by `pipe`.
     let _ = unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, STDIO_PIPE_BYTES) };
+}
+
+/// A connector that spawns `argv` (a stdio executor: `outpost serve --listen stdio`, directly or
+/// through ssh) for each connection.
+fn stdio_connector(
+    argv: Vec<std::ffi::OsString>,
+    kind: &'static str,
+) -> impl tower::Service<
+    http::Uri,
+    Response = TokioIo<ChildIo>,
+    Error = std::io::Error,
+    Future = impl Future<Output = std::io::Result<TokioIo<ChildIo>>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |_: http::Uri| {
+        let mut command = tokio::process::Command::new(&argv[0]);
+        command.args(&argv[1..]);
+        async move { spawn_stdio_child(command, kind).map(TokioIo::new) }
+    })
 }
 
 /// Spawns a child that serves one gRPC connection on its stdin/stdout (`outpost serve --listen stdio`,
