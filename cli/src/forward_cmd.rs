@@ -128,7 +128,7 @@ fn refusal(err: &HttpClientError) -> Response<Body> {
         Some(tonic::Code::ResourceExhausted) => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::BAD_GATEWAY,
     };
-    let message = format!("outpost forward: {}\n", error_chain(err));
+    let message = format!("outpost forward: {}\n", outpost_proto::error_chain(err));
     let mut out = Response::new(
         Full::new(Bytes::from(message))
             .map_err(|e| match e {})
@@ -136,15 +136,4 @@ fn refusal(err: &HttpClientError) -> Response<Body> {
     );
     *out.status_mut() = status;
     out
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }

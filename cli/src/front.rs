@@ -11,7 +11,6 @@
 //! step that does, reopening closed standard fds on `/dev/null`, is kept.
 #![cfg_attr(not(test), no_main)]
 
-mod error_chain;
 mod sandbox_cmd;
 
 use std::ffi::OsString;

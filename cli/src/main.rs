@@ -3,7 +3,6 @@
 //! installs tracing on stderr, and calls the libraries. Users run it through `outpost` (`front.rs`),
 //! which execs it for everything but `sandbox`.
 
-mod error_chain;
 mod exec_cmd;
 mod forward_cmd;
 mod fs_cmd;
@@ -101,7 +100,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("outpost: {}", error_chain::one_line(&err));
+            eprintln!("outpost: {}", outpost_proto::error_chain(err.as_ref()));
             ExitCode::FAILURE
         }
     }

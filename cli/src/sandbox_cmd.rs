@@ -91,7 +91,7 @@ pub(crate) fn main(args: SandboxArgs) -> u8 {
         Err(err) => {
             eprintln!(
                 "outpost sandbox: error: {}",
-                crate::error_chain::one_line(&err)
+                outpost_proto::error_chain(err.as_ref())
             );
             1
         }

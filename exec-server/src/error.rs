@@ -140,15 +140,3 @@ pub enum ServerError {
     #[error("cannot set up the HTTP proxy service")]
     Http(#[from] crate::http::HttpError),
 }
-
-/// An error with its sources, `outer: inner: ...`: the short, complete message a client gets.
-pub(crate) fn chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
-}

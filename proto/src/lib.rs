@@ -6,9 +6,13 @@
 //! - [`FILE_DESCRIPTOR_SET`]: the encoded descriptors, for gRPC server reflection.
 //! - [`path`]: validation and lexical normalization of wire paths.
 //! - [`find_up`]: find-up semantics (probe order, in-order decision, counters) shared by server and client.
+//! - [`error_chain`]: the one-line message of an error and its causes.
 
 pub mod find_up;
+mod message;
 pub mod path;
+
+pub use message::error_chain;
 
 mod generated {
     #![allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]

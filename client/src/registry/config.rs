@@ -400,12 +400,7 @@ mod tests {
         ];
         for (text, want) in cases {
             let err = EnvironmentsConfig::parse(text, Path::new("e.toml")).unwrap_err();
-            let mut chain = err.to_string();
-            let mut source = std::error::Error::source(&err);
-            while let Some(s) = source {
-                chain = format!("{chain}: {s}");
-                source = s.source();
-            }
+            let chain = outpost_proto::error_chain(&err);
             assert!(chain.contains(want), "{text}: {chain}");
         }
     }

@@ -93,8 +93,8 @@ impl Supervisor {
             };
             match result {
                 Ok(connected) => return Ok(connected),
-                Err(err) if is_permanent(&err) => return Err(error_chain(&err)),
-                Err(err) => last_error = error_chain(&err),
+                Err(err) if is_permanent(&err) => return Err(outpost_proto::error_chain(&err)),
+                Err(err) => last_error = outpost_proto::error_chain(&err),
             }
             let mut wait = backoff.next_delay();
             if let Some(deadline) = deadline {
@@ -194,20 +194,6 @@ fn is_permanent(err: &ClientError) -> bool {
     ) || err
         .status()
         .is_some_and(|s| s.code() == tonic::Code::Unauthenticated)
-}
-
-/// The error and its sources, `: `-separated.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out = format!("{out}: {text}");
-        }
-        source = s.source();
-    }
-    out
 }
 
 /// Exponential backoff with "equal jitter": each delay is half the current step plus a random part of

@@ -12,7 +12,7 @@ use outpost_proto::path::PathProblem;
 use thiserror::Error;
 use tonic::{Code, Status};
 
-use crate::error::chain;
+use outpost_proto::error_chain;
 
 /// A failed filesystem operation.
 #[derive(Debug, Error)]
@@ -134,7 +134,7 @@ impl From<FsError> for Status {
             FsError::ProfileUnsupported { .. } | FsError::Refused { .. } => {
                 (Code::FailedPrecondition, error.to_string())
             }
-            FsError::Io { source, .. } => (io_code(source), chain(&error)),
+            FsError::Io { source, .. } => (io_code(source), error_chain(&error)),
             FsError::Profile { denied: true, .. } => (Code::PermissionDenied, error.to_string()),
             FsError::Profile { denied: false, .. } => (Code::FailedPrecondition, error.to_string()),
             FsError::WorkerGone => (Code::Internal, error.to_string()),
@@ -144,9 +144,9 @@ impl From<FsError> for Status {
             ),
         };
         if code == Code::Internal {
-            tracing::error!(error = %chain(&error), "filesystem call failed");
+            tracing::error!(error = %error_chain(&error), "filesystem call failed");
         } else {
-            tracing::debug!(error = %chain(&error), ?code, "filesystem call rejected");
+            tracing::debug!(error = %error_chain(&error), ?code, "filesystem call rejected");
         }
         Status::new(code, message)
     }

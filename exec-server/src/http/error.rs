@@ -115,14 +115,7 @@ impl HttpError {
     /// The message sent to the client: this error and its source chain, so "connection refused" and
     /// similar causes reach the harness.
     pub fn client_message(&self) -> String {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(e) = source {
-            message.push_str(": ");
-            message.push_str(&e.to_string());
-            source = e.source();
-        }
-        message
+        outpost_proto::error_chain(self)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use tonic::{Code, Status};
 
-use crate::error::chain;
+use outpost_proto::error_chain;
 
 /// Why a session or process request failed.
 #[derive(Debug, thiserror::Error)]
@@ -100,10 +100,10 @@ impl From<ProcessError> for Status {
             E::StdinWrite { .. } | E::Setup { .. } | E::Spawn(_) => Code::Internal,
         };
         if code == Code::Internal {
-            tracing::error!(error = %chain(&err), "process request failed");
+            tracing::error!(error = %error_chain(&err), "process request failed");
         } else {
             tracing::debug!(%err, "process request refused");
         }
-        Status::new(code, chain(&err))
+        Status::new(code, error_chain(&err))
     }
 }
