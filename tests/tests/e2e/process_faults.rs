@@ -19,6 +19,14 @@ fn cmd(script: &str) -> pb::StartRequest {
     }
 }
 
+/// Starts a process that writes `total` bytes of the repeating [`PATTERN`]; returns its id.
+async fn start_pattern(session: &outpost_client::Session, total: u64) -> anyhow::Result<String> {
+    Ok(session
+        .start(cmd(&format!("yes 0123456789abcdef | head -c {total}")))
+        .await?
+        .process_id)
+}
+
 /// Checks that `data` continues the repeating pattern at `offset`.
 fn check_pattern(data: &[u8], offset: u64) -> bool {
     data.iter().enumerate().all(|(i, b)| {
@@ -49,10 +57,7 @@ async fn resume_after_a_dropped_stream_loses_and_duplicates_nothing() -> anyhow:
     let server = InProcessExecutor::start(Transport::Unix).await?;
     let client = server.connect().await?;
     let session = client.attach(None, None).await?;
-    let pid = session
-        .start(cmd(&format!("yes 0123456789abcdef | head -c {TOTAL}")))
-        .await?
-        .process_id;
+    let pid = start_pattern(&session, TOTAL).await?;
     let (mut received, mut last_seq, mut since_ack) = (0u64, 0u64, 0usize);
     // First connection: read about a third, acknowledging as a well-behaved reader does, then vanish
     // without acknowledging the tail (it was delivered but, as far as the executor knows, maybe lost).
@@ -106,10 +111,7 @@ async fn follow_finishes_with_a_ring_smaller_than_the_ack_cadence() -> anyhow::R
     let server = InProcessExecutor::start_with(Transport::Unix, options).await?;
     let client = server.connect().await?;
     let session = client.attach(None, None).await?;
-    let pid = session
-        .start(cmd(&format!("yes 0123456789abcdef | head -c {TOTAL}")))
-        .await?
-        .process_id;
+    let pid = start_pattern(&session, TOTAL).await?;
     let mut received = 0u64;
     let followed = tokio::time::timeout(
         Duration::from_secs(60),
